@@ -1,0 +1,1 @@
+"""linrnn's implementations: bundle, configs, initialisation, tolerance table, and the three backends."""

@@ -1,0 +1,227 @@
+"""The framework-neutral parameter bundle: float64 NumPy arrays plus a config, stored as `.npz`.
+
+Two kinds of bundle (MODELS.md, "Bundle conventions"):
+
+* a **layer bundle** holds one mixer; its keys are exactly those of the mixer's table in MODELS.md
+  (`M`, `theta`, `gamma_log`, `B`, `C`, `D`, ...);
+* a **model bundle** holds the deep model; its keys are dotted (`encoder.weight`,
+  `layers.0.mixer.theta`, `layers.0.norm.scale`, `decoder.bias`, ...).
+
+Every bundle is validated on construction and on load, in the spirit of nanoGPT's `from_pretrained`:
+the exact key set, every shape, the dtype (float64), finiteness and the schema version. Nothing is
+matched or cast silently; every error names the key, what was expected and what was found.
+
+The `.npz` file holds the arrays under their keys and one extra entry, `__meta__`: a JSON string with
+`schema_version`, the bundle kind and the full config. It loads without pickle.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
+
+import numpy as np
+
+from linrnn.impls.config import (
+    SCHEMA_VERSION, Config, DLRConfig, LRUConfig, MixerConfig, ModelConfig, RotRNNConfig,
+    config_from_dict, config_to_dict,
+)
+from linrnn.impls.errors import LinrnnError
+
+META_KEY = "__meta__"
+Shape = tuple[int, ...]
+
+
+# ----------------------------------------------------------------------------------------------
+# Shapes: the contract of MODELS.md, one function per mixer
+# ----------------------------------------------------------------------------------------------
+
+def mixer_shapes(cfg: MixerConfig) -> dict[str, Shape]:
+    """Keys and shapes of one mixer's raw parameters (MODELS.md tables)."""
+    H, N = cfg.d_model, cfg.d_state
+    if isinstance(cfg, RotRNNConfig):
+        heads = cfg.heads
+        shapes = {"M": (heads, N, N), "theta": (heads, N // 2), "gamma_log": (heads,),
+                  "B": (heads, N, H), "C": (H, heads * N), "D": (H,)}
+        if cfg.bidirectional:
+            shapes["C_rev"] = (H, heads * N)
+    elif isinstance(cfg, LRUConfig):
+        shapes = {"nu_log": (N,), "theta_log": (N,), "gamma_log": (N,), "B_re": (N, H), "B_im": (N, H),
+                  "C_re": (H, N), "C_im": (H, N), "D": (H,)}
+        if cfg.bidirectional:
+            shapes.update({"C_re_rev": (H, N), "C_im_rev": (H, N)})
+    elif isinstance(cfg, DLRConfig):
+        shapes = {"a": (N,), "theta": (N,), "W_re": (H, N), "W_im": (H, N), "D": (H,)}
+        if cfg.bidirectional:
+            shapes.update({"W_re_rev": (H, N), "W_im_rev": (H, N)})
+    else:
+        raise TypeError(f"not a mixer config: {cfg!r}")
+    return shapes
+
+
+def model_shapes(cfg: ModelConfig) -> dict[str, Shape]:
+    """Dotted keys and shapes of the deep model."""
+    H = cfg.d_model
+    if cfg.vocab_size is not None:
+        shapes: dict[str, Shape] = {"encoder.weight": (cfg.vocab_size, H)}
+    else:
+        shapes = {"encoder.weight": (H, cfg.d_input), "encoder.bias": (H,)}
+    for i in range(cfg.n_layers):
+        pre = f"layers.{i}."
+        shapes[pre + "norm.scale"] = (H,)
+        shapes[pre + "norm.bias"] = (H,)
+        if cfg.norm == "batch":
+            shapes[pre + "norm.mean"] = (H,)  # stored running statistics (evaluation mode)
+            shapes[pre + "norm.var"] = (H,)
+        for key, shape in mixer_shapes(cfg.mixer).items():
+            shapes[pre + "mixer." + key] = shape
+        shapes[pre + "glu.W1"] = (H, H)
+        shapes[pre + "glu.b1"] = (H,)
+        shapes[pre + "glu.W2"] = (H, H)
+        shapes[pre + "glu.b2"] = (H,)
+    shapes["decoder.weight"] = (cfg.d_output, H)
+    shapes["decoder.bias"] = (cfg.d_output,)
+    return shapes
+
+
+def expected_shapes(cfg: Config) -> dict[str, Shape]:
+    return model_shapes(cfg) if isinstance(cfg, ModelConfig) else mixer_shapes(cfg)
+
+
+def sub_params(params: Mapping[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
+    """The entries under `prefix` (e.g. `layers.0.mixer.`), with the prefix removed."""
+    return {k[len(prefix):]: v for k, v in params.items() if k.startswith(prefix)}
+
+
+# ----------------------------------------------------------------------------------------------
+# The bundle
+# ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Bundle:
+    """A validated, read-only set of float64 parameters together with the config that shapes them."""
+
+    config: Config
+    params: Mapping[str, np.ndarray]
+
+    def __post_init__(self) -> None:
+        validate(self.config, self.params)
+        frozen = {}
+        for key in expected_shapes(self.config):  # canonical key order
+            array = np.array(self.params[key], dtype=np.float64, copy=True)
+            array.setflags(write=False)
+            frozen[key] = array
+        object.__setattr__(self, "params", MappingProxyType(frozen))
+
+    @property
+    def kind(self) -> str:
+        """'model' for a model bundle, 'layer' for a layer bundle."""
+        return "model" if isinstance(self.config, ModelConfig) else "layer"
+
+    def replace(self, **updates: np.ndarray) -> "Bundle":
+        """A new bundle with some arrays replaced (validated again)."""
+        unknown = sorted(set(updates) - set(self.params))
+        if unknown:
+            raise LinrnnError(f"replace: unknown key(s) {', '.join(unknown)}")
+        return Bundle(self.config, {**self.params, **updates})
+
+    def digest(self) -> str:
+        """SHA-256 of the config and every array: the identity recorded in results files."""
+        h = hashlib.sha256(json.dumps(config_to_dict(self.config), sort_keys=True).encode())
+        for key, array in self.params.items():
+            h.update(key.encode())
+            h.update(np.ascontiguousarray(array).tobytes())
+        return h.hexdigest()
+
+    def save(self, path: str | os.PathLike) -> Path:
+        path = Path(path)
+        meta = {"schema_version": SCHEMA_VERSION, "bundle": self.kind, "config": config_to_dict(self.config)}
+        try:
+            with open(path, "wb") as fh:  # np.savez would silently append '.npz' to other names
+                np.savez(fh, **{META_KEY: np.array(json.dumps(meta))}, **dict(self.params))
+        except OSError as err:
+            raise LinrnnError(f"cannot write bundle {path}: {err.strerror or err}") from None
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Bundle":
+        return load(path)
+
+
+def validate(config: Config, params: Mapping[str, np.ndarray]) -> None:
+    """Raise `LinrnnError` unless `params` has exactly the keys, shapes, dtype and finite values of `config`."""
+    shapes = expected_shapes(config)
+    missing = [k for k in shapes if k not in params]
+    unexpected = sorted(k for k in params if k not in shapes)
+    if missing or unexpected:
+        parts = []
+        if missing:
+            parts.append(f"missing key(s) {', '.join(missing)}")
+        if unexpected:
+            parts.append(f"unexpected key(s) {', '.join(unexpected)}")
+        raise LinrnnError(f"bundle for {config.kind}: {'; '.join(parts)}")
+    for key, shape in shapes.items():
+        array = params[key]
+        if not isinstance(array, np.ndarray):
+            raise LinrnnError(f"{key}: expected a NumPy array, found {type(array).__name__}")
+        if array.dtype != np.float64:
+            raise LinrnnError(f"{key}: expected dtype float64, found {array.dtype}")
+        if array.shape != shape:
+            raise LinrnnError(f"{key}: expected shape {shape}, found {array.shape}")
+        bad = int(np.size(array) - np.count_nonzero(np.isfinite(array)))
+        if bad:
+            raise LinrnnError(f"{key}: expected finite values, found {bad} NaN/Inf entr{'y' if bad == 1 else 'ies'}")
+    _validate_values(config, params)
+
+
+def _validate_values(config: Config, params: Mapping[str, np.ndarray]) -> None:
+    """Checks that go beyond shapes: values for which the model's equations are undefined."""
+    if isinstance(config, ModelConfig):
+        for i in range(config.n_layers):
+            _validate_values(config.mixer, sub_params(params, f"layers.{i}.mixer."))
+            if config.norm == "batch" and np.any(params[f"layers.{i}.norm.var"] < 0):
+                raise LinrnnError(f"layers.{i}.norm.var: expected non-negative running variances")
+    elif isinstance(config, RotRNNConfig):
+        norms = np.sqrt(np.sum(params["B"] ** 2, axis=(1, 2)))  # (heads,)
+        if np.any(norms == 0):
+            head = int(np.flatnonzero(norms == 0)[0])
+            raise LinrnnError(f"B: head {head} has ||B_h||_F = 0, so xi_h = sqrt(1 - gamma_h^2)/||B_h||_F "
+                              f"is undefined")
+
+
+def load(path: str | os.PathLike) -> Bundle:
+    """Read and validate a bundle written by `Bundle.save`."""
+    path = Path(path)
+    if not path.is_file():
+        raise LinrnnError(f"cannot read bundle {path}: no such file")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as err:
+        raise LinrnnError(f"cannot read bundle {path}: not a valid .npz file ({err})") from None
+    if META_KEY not in arrays:
+        raise LinrnnError(f"{path}: not a linrnn bundle (no {META_KEY} entry)")
+    try:
+        meta = json.loads(str(arrays.pop(META_KEY)))
+    except json.JSONDecodeError as err:
+        raise LinrnnError(f"{path}: {META_KEY} is not valid JSON ({err})") from None
+    if not isinstance(meta, dict):
+        raise LinrnnError(f"{path}: {META_KEY}: expected a JSON object")
+    version = meta.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise LinrnnError(f"{path}: schema_version: expected {SCHEMA_VERSION}, found {version!r}")
+    config = config_from_dict(meta.get("config"), where=f"{path}: config")
+    try:
+        bundle = Bundle(config, arrays)
+    except LinrnnError as err:
+        raise LinrnnError(f"{path}: {err}") from None
+    if meta.get("bundle") != bundle.kind:
+        raise LinrnnError(f"{path}: bundle: expected {bundle.kind!r} for a {config.kind} config, "
+                          f"found {meta.get('bundle')!r}")
+    return bundle

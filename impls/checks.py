@@ -1,0 +1,46 @@
+"""Checks of user inputs shared by every backend: each failure is a `LinrnnError` naming what was expected."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from linrnn.impls.errors import LinrnnError
+
+
+def check_sequences(u: np.ndarray, d: int, name: str = "input") -> np.ndarray:
+    """A real (B, L, d) array with B, L >= 1 and finite values; returned as float64."""
+    if not isinstance(u, np.ndarray):
+        raise LinrnnError(f"{name}: expected a NumPy array of shape (B, L, {d}), found {type(u).__name__}")
+    if not (np.issubdtype(u.dtype, np.floating) or np.issubdtype(u.dtype, np.integer)) or u.dtype == np.bool_:
+        raise LinrnnError(f"{name}: expected a real floating-point array, found dtype {u.dtype}")
+    if u.ndim != 3 or u.shape[-1] != d or u.shape[0] < 1 or u.shape[1] < 1:
+        raise LinrnnError(f"{name}: expected shape (B, L, {d}) with B, L >= 1, found {u.shape}")
+    bad = int(u.size - np.count_nonzero(np.isfinite(u)))
+    if bad:
+        raise LinrnnError(f"{name}: expected finite values, found {bad} NaN/Inf entr{'y' if bad == 1 else 'ies'}")
+    return u.astype(np.float64, copy=False)
+
+
+def check_tokens(tokens: np.ndarray, vocab_size: int, name: str = "input") -> np.ndarray:
+    """An integer (B, L) array of token ids in [0, vocab_size)."""
+    if not isinstance(tokens, np.ndarray) or not np.issubdtype(tokens.dtype, np.integer):
+        found = tokens.dtype if isinstance(tokens, np.ndarray) else type(tokens).__name__
+        raise LinrnnError(f"{name}: expected integer token ids of shape (B, L), found {found}")
+    if tokens.ndim != 2 or tokens.shape[0] < 1 or tokens.shape[1] < 1:
+        raise LinrnnError(f"{name}: expected shape (B, L) with B, L >= 1, found {tokens.shape}")
+    if tokens.min() < 0 or tokens.max() >= vocab_size:
+        raise LinrnnError(f"{name}: expected token ids in [0, {vocab_size}), found ids in "
+                          f"[{tokens.min()}, {tokens.max()}]")
+    return tokens.astype(np.int64, copy=False)
+
+
+def check_lengths(lengths: np.ndarray | None, batch: int, length: int) -> np.ndarray:
+    """Valid lengths (B,) in [1, L] for masked pooling; None means every sequence is full."""
+    if lengths is None:
+        return np.full(batch, length, dtype=np.int64)
+    lengths = np.asarray(lengths)
+    if not np.issubdtype(lengths.dtype, np.integer) or lengths.shape != (batch,):
+        raise LinrnnError(f"lengths: expected integers of shape ({batch},), found {lengths.dtype} {lengths.shape}")
+    if lengths.min() < 1 or lengths.max() > length:
+        raise LinrnnError(f"lengths: expected values in [1, {length}], found [{lengths.min()}, {lengths.max()}]")
+    return lengths.astype(np.int64)

@@ -1,0 +1,140 @@
+"""`linrnn params ...` and `linrnn apply`: the oracle on the command line.
+
+    linrnn params init --model {rotrnn,lru,dlr} [--layer-only] [sizes] --seed S --out FILE.npz
+    linrnn params show FILE.npz
+    linrnn apply --params FILE.npz --input U.npy --out Y.npy [--backend B] [--mode M] [--dtype D] [--lengths N.npy]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import numpy as np
+
+from linrnn.impls.backends import BACKENDS, backend
+from linrnn.impls.bundle import load
+from linrnn.impls.config import MIXER_CONFIGS, ModelConfig, config_to_dict
+from linrnn.impls.errors import LinrnnError
+from linrnn.impls.init import init
+
+
+def register(subparsers) -> None:
+    params = subparsers.add_parser("params", help="create and inspect parameter bundles")
+    actions = params.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+
+    p = actions.add_parser("init", help="initialise a bundle from a seed (each paper's initialisation)")
+    p.add_argument("--model", required=True, help="mixer: rotrnn, lru or dlr")
+    p.add_argument("--layer-only", action="store_true", help="a layer bundle (one mixer) instead of a deep model")
+    p.add_argument("--d-model", type=int, default=None, help="H, features of the mixer (default: the config's)")
+    p.add_argument("--state", type=int, default=None, help="N, state size (RotRNN: per head)")
+    p.add_argument("--heads", type=int, default=None, help="RotRNN heads")
+    p.add_argument("--bidirectional", action="store_true", help="bidirectional mixer")
+    p.add_argument("--layers", type=int, default=None, help="model: number of blocks")
+    p.add_argument("--d-input", type=int, default=None, help="model: input features (linear encoder)")
+    p.add_argument("--vocab-size", type=int, default=None, help="model: token inputs with an embedding encoder")
+    p.add_argument("--d-output", type=int, default=None, help="model: output features")
+    p.add_argument("--norm", default=None, help="model: layer or batch")
+    p.add_argument("--postnorm", action="store_true", help="model: norm after the residual")
+    p.add_argument("--pooling", default=None, help="model: mean, last or none")
+    p.add_argument("--seed", type=int, required=True, help="the seed of NumPy's generator")
+    p.add_argument("--out", required=True, help="the .npz file to write")
+    p.set_defaults(func=_params_init)
+
+    p = actions.add_parser("show", help="print a bundle's config and the shape of every key")
+    p.add_argument("file")
+    p.set_defaults(func=_params_show)
+
+    p = subparsers.add_parser("apply", help="apply a layer or model bundle to an input with one backend")
+    p.add_argument("--params", required=True, help="a bundle written by `linrnn params init`")
+    p.add_argument("--input", required=True, help=".npy input: (B, L, H) for a layer; (B, L, d_input) or "
+                                                  "integer (B, L) tokens for a model")
+    p.add_argument("--out", required=True, help=".npy output file")
+    p.add_argument("--backend", default="reference", help=f"one of {', '.join(BACKENDS)} (default reference)")
+    p.add_argument("--mode", default=None, help="the backend's computation mode (default: its first)")
+    p.add_argument("--dtype", default="float64", help="float64 or float32 (the reference: float64 only)")
+    p.add_argument("--lengths", default=None, help="model only: .npy integer (B,) valid lengths for pooling")
+    p.set_defaults(func=_apply)
+
+
+def _positive(value, name: str):
+    if value is not None and value < 1:
+        raise LinrnnError(f"--{name}: expected a positive integer, found {value}")
+    return value
+
+
+def _params_init(args: argparse.Namespace) -> int:
+    if args.model not in MIXER_CONFIGS:
+        raise LinrnnError(f"--model: expected one of {', '.join(MIXER_CONFIGS)}, found {args.model!r}")
+    mixer_fields = {"d_model": _positive(args.d_model, "d-model"), "d_state": _positive(args.state, "state"),
+                    "heads": _positive(args.heads, "heads"), "bidirectional": args.bidirectional or None}
+    if args.model != "rotrnn" and args.heads is not None:
+        raise LinrnnError(f"--heads: only RotRNN has heads, found --heads with --model {args.model}")
+    mixer = MIXER_CONFIGS[args.model](**{k: v for k, v in mixer_fields.items() if v is not None})
+    model_fields = {"n_layers": _positive(args.layers, "layers"), "d_input": _positive(args.d_input, "d-input"),
+                    "vocab_size": _positive(args.vocab_size, "vocab-size"),
+                    "d_output": _positive(args.d_output, "d-output"),
+                    "norm": args.norm, "prenorm": False if args.postnorm else None, "pooling": args.pooling}
+    model_fields = {k: v for k, v in model_fields.items() if v is not None}
+    if args.layer_only:
+        if model_fields:
+            raise LinrnnError(f"--layer-only: model options ({', '.join(sorted(model_fields))}) "
+                              f"do not apply to a layer bundle")
+        config = mixer
+    else:
+        config = ModelConfig(mixer=mixer, **model_fields)
+    bundle = init(config, args.seed)
+    path = bundle.save(args.out)
+    print(f"wrote {bundle.kind} bundle {path} ({config.kind}, {len(bundle.params)} arrays, "
+          f"{sum(a.size for a in bundle.params.values())} parameters, sha256 {bundle.digest()[:12]})")
+    return 0
+
+
+def _params_show(args: argparse.Namespace) -> int:
+    import json
+    bundle = load(args.file)
+    print(json.dumps(config_to_dict(bundle.config), indent=2))
+    width = max(len(k) for k in bundle.params)
+    for key, array in bundle.params.items():
+        print(f"{key:<{width}}  {str(array.shape):<16} |max| {np.max(np.abs(array)):.4g}")
+    print(f"{sum(a.size for a in bundle.params.values())} parameters, sha256 {bundle.digest()}")
+    return 0
+
+
+def read_npy(path: str | os.PathLike, what: str) -> np.ndarray:
+    """Load a plain (non-pickled) .npy array, or raise a one-line LinrnnError."""
+    path = Path(path)
+    if not path.is_file():
+        raise LinrnnError(f"cannot read {what} {path}: no such file")
+    try:
+        return np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as err:
+        raise LinrnnError(f"cannot read {what} {path}: not a valid .npy array ({err})") from None
+
+
+def _apply(args: argparse.Namespace) -> int:
+    bundle = load(args.params)
+    inputs = read_npy(args.input, "input")
+    lengths = read_npy(args.lengths, "lengths") if args.lengths is not None else None
+    impl = backend(args.backend)
+    mode = args.mode or impl.MODES[0]
+    if mode not in impl.MODES:
+        raise LinrnnError(f"--mode: backend {args.backend} has modes {', '.join(impl.MODES)}, found {mode!r}")
+    if args.dtype not in impl.DTYPES:
+        raise LinrnnError(f"--dtype: backend {args.backend} computes in {', '.join(impl.DTYPES)}, "
+                          f"found {args.dtype!r}")
+    if bundle.kind == "layer" or bundle.config.vocab_size is None:
+        d = bundle.config.d_model if bundle.kind == "layer" else bundle.config.d_input
+        if inputs.ndim != 3 or inputs.shape[-1] != d:
+            raise LinrnnError(f"--input: expected shape (B, L, {d}) for this {bundle.kind} bundle, "
+                              f"found {inputs.shape}")
+    y = impl.apply_bundle(bundle, inputs, mode=mode, dtype=args.dtype, lengths=lengths)
+    try:
+        with open(args.out, "wb") as fh:  # np.save(path) would silently append '.npy' to other names
+            np.save(fh, np.asarray(y), allow_pickle=False)
+    except OSError as err:
+        raise LinrnnError(f"cannot write {args.out}: {err.strerror or err}") from None
+    print(f"wrote {args.out} {tuple(np.shape(y))} ({args.backend}, mode {mode}, {args.dtype})")
+    return 0

@@ -1,0 +1,200 @@
+"""Frozen configurations of the three mixers and of the deep model (MODELS.md).
+
+A configuration decides every shape of a bundle; the numbers live in the bundle itself. Each field has
+a typed default and a comment. Values are checked on construction, so a bad size or range fails at
+once with a message that names the field (`LinrnnError`), never later inside a computation.
+
+Shape letters everywhere: B batch, L length, H model width (`d_model`), N state size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Union
+
+from linrnn.impls.errors import LinrnnError
+
+SCHEMA_VERSION = 1  # bumped whenever a bundle's keys, shapes or meaning change
+
+
+def _check_int(obj: Any, name: str, minimum: int = 1) -> None:
+    value = getattr(obj, name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise LinrnnError(f"{type(obj).__name__}.{name}: expected an integer, found {value!r}")
+    if value < minimum:
+        raise LinrnnError(f"{type(obj).__name__}.{name}: expected an integer >= {minimum}, found {value}")
+
+
+def _check_float(obj: Any, name: str, low: float, high: float, low_open: bool = False,
+                 high_open: bool = False) -> None:
+    value = getattr(obj, name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise LinrnnError(f"{type(obj).__name__}.{name}: expected a finite number, found {value!r}")
+    too_low = value <= low if low_open else value < low
+    too_high = value >= high if high_open else value > high
+    if too_low or too_high:
+        interval = f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+        raise LinrnnError(f"{type(obj).__name__}.{name}: expected a value in {interval}, found {value}")
+
+
+def _check_bool(obj: Any, name: str) -> None:
+    value = getattr(obj, name)
+    if not isinstance(value, bool):
+        raise LinrnnError(f"{type(obj).__name__}.{name}: expected true or false, found {value!r}")
+
+
+def _check_choice(obj: Any, name: str, choices: tuple[str, ...]) -> None:
+    value = getattr(obj, name)
+    if value not in choices:
+        raise LinrnnError(f"{type(obj).__name__}.{name}: expected one of {', '.join(choices)}, found {value!r}")
+
+
+@dataclass(frozen=True)
+class RotRNNConfig:
+    """One RotRNN layer: `heads` heads of state size `d_state`, mixed by one real `C` (Biegun et al. 2024)."""
+
+    kind: ClassVar[str] = "rotrnn"
+    d_model: int = 64              # H: features in and out of the layer
+    d_state: int = 8               # N: state size of ONE head; even (2x2 rotation blocks)
+    heads: int = 8                 # number of heads; the layer's total state is heads * d_state
+    bidirectional: bool = False    # add a backward scan read out by C_rev (MODELS.md)
+    gamma_min: float = 0.9         # smallest initial decay gamma_h (code default)
+    gamma_max: float = 0.999       # largest initial decay gamma_h (code default)
+    max_phase: float = 2 * math.pi  # theta ~ U[0, max_phase] at initialisation
+    m_init: str = "normal"         # "normal": M ~ N(0, 1) (newest code); "near_identity": N(0,1)/sqrt(N + heads*N)
+
+    def __post_init__(self) -> None:
+        for name in ("d_model", "d_state", "heads"):
+            _check_int(self, name)
+        if self.d_state % 2:
+            raise LinrnnError(f"RotRNNConfig.d_state: expected an even state size per head (2x2 blocks), "
+                              f"found {self.d_state}")
+        _check_bool(self, "bidirectional")
+        _check_float(self, "gamma_min", 0.0, 1.0, low_open=True, high_open=True)
+        _check_float(self, "gamma_max", self.gamma_min, 1.0, high_open=True)
+        _check_float(self, "max_phase", 0.0, 1e6)
+        _check_choice(self, "m_init", ("normal", "near_identity"))
+
+
+@dataclass(frozen=True)
+class LRUConfig:
+    """One LRU layer: a complex diagonal recurrence of size `d_state` (Orvieto et al. 2023)."""
+
+    kind: ClassVar[str] = "lru"
+    d_model: int = 64              # H: features in and out of the layer
+    d_state: int = 64              # N: number of complex modes
+    bidirectional: bool = False    # add a backward scan read out by C_rev (MODELS.md)
+    r_min: float = 0.9             # ring initialisation: |lambda| in [r_min, r_max] (LRA setting of the paper)
+    r_max: float = 0.999           # kept < 1 so that gamma_log = log sqrt(1 - |lambda|^2) stays finite
+    max_phase: float = 2 * math.pi  # arg(lambda) ~ U[0, max_phase]
+
+    def __post_init__(self) -> None:
+        _check_int(self, "d_model")
+        _check_int(self, "d_state")
+        _check_bool(self, "bidirectional")
+        _check_float(self, "r_min", 0.0, 1.0, high_open=True)
+        _check_float(self, "r_max", self.r_min, 1.0, high_open=True)
+        if self.r_max <= 0.0:
+            raise LinrnnError(f"LRUConfig.r_max: expected a value in (0, 1), found {self.r_max}")
+        _check_float(self, "max_phase", 0.0, 1e6, low_open=True)
+
+
+@dataclass(frozen=True)
+class DLRConfig:
+    """One DLR layer: N eigenvalues shared by the H channels, complex output weights per channel (Gupta et al. 2022)."""
+
+    kind: ClassVar[str] = "dlr"
+    d_model: int = 64              # H: channels (the layer is depthwise in H)
+    d_state: int = 64              # N: eigenvalues lambda_n shared by all channels
+    bidirectional: bool = False    # add a strictly anti-causal kernel W_rev (MODELS.md)
+    dt_min: float = 1e-4           # Delta_n log-uniform in [dt_min, dt_max]; |lambda_n| = exp(-Delta_n / 2)
+    dt_max: float = 1e-1           # the synthetic tasks use dt_min = dt_max = 1e-5
+    max_kernel_length: int | None = None  # L_k = min(max_kernel_length, L); None: the whole input length
+
+    def __post_init__(self) -> None:
+        _check_int(self, "d_model")
+        _check_int(self, "d_state")
+        _check_bool(self, "bidirectional")
+        _check_float(self, "dt_min", 0.0, 1e3, low_open=True)
+        _check_float(self, "dt_max", self.dt_min, 1e3)
+        if self.max_kernel_length is not None:
+            _check_int(self, "max_kernel_length")
+
+
+MixerConfig = Union[RotRNNConfig, LRUConfig, DLRConfig]
+MIXER_CONFIGS: dict[str, type] = {c.kind: c for c in (RotRNNConfig, LRUConfig, DLRConfig)}
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The deep model of MODELS.md: encoder, `n_layers` residual blocks around a mixer, pooling, decoder."""
+
+    kind: ClassVar[str] = "model"
+    mixer: MixerConfig = field(default_factory=LRUConfig)  # the mixer of every block; its d_model is H
+    n_layers: int = 2              # number of residual blocks
+    d_input: int = 1               # features per input position (linear encoder); ignored with vocab_size
+    vocab_size: int | None = None  # if set: token inputs and an Embedding(vocab_size -> H) encoder
+    d_output: int = 10             # features of the decoder's output (classes, regression targets)
+    norm: str = "layer"            # "layer" (LayerNorm) or "batch" (BatchNorm with stored statistics)
+    prenorm: bool = True           # norm before the mixer (default) or after the residual (postnorm)
+    pooling: str = "mean"          # "mean" (masked for padding), "last", or "none" (per-position outputs)
+    dropout: float = 0.0           # time-shared dropout rate (training only; evaluation is deterministic)
+    norm_eps: float = 1e-5         # epsilon of LayerNorm / BatchNorm (PyTorch's default)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.mixer, tuple(MIXER_CONFIGS.values())):
+            raise LinrnnError(f"ModelConfig.mixer: expected a mixer config ({', '.join(MIXER_CONFIGS)}), "
+                              f"found {self.mixer!r}")
+        _check_int(self, "n_layers")
+        _check_int(self, "d_input")
+        if self.vocab_size is not None:
+            _check_int(self, "vocab_size")
+        _check_int(self, "d_output")
+        _check_choice(self, "norm", ("layer", "batch"))
+        _check_bool(self, "prenorm")
+        _check_choice(self, "pooling", ("mean", "last", "none"))
+        _check_float(self, "dropout", 0.0, 1.0, high_open=True)
+        _check_float(self, "norm_eps", 0.0, 1.0, low_open=True)
+
+    @property
+    def d_model(self) -> int:
+        return self.mixer.d_model
+
+
+Config = Union[MixerConfig, ModelConfig]
+
+
+def config_to_dict(config: Config) -> dict[str, Any]:
+    """JSON-ready dict with the config's `kind` first (nested mixer included)."""
+    out: dict[str, Any] = {"kind": config.kind}
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        out[f.name] = config_to_dict(value) if dataclasses.is_dataclass(value) else value
+    return out
+
+
+def config_from_dict(data: Any, where: str = "config") -> Config:
+    """Inverse of `config_to_dict`; every unknown, missing or mistyped field is a `LinrnnError`."""
+    if not isinstance(data, dict):
+        raise LinrnnError(f"{where}: expected a JSON object, found {type(data).__name__}")
+    kinds = {**MIXER_CONFIGS, "model": ModelConfig}
+    kind = data.get("kind")
+    if kind not in kinds:
+        raise LinrnnError(f"{where}.kind: expected one of {', '.join(kinds)}, found {kind!r}")
+    cls = kinds[kind]
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names - {"kind"})
+    if unknown:
+        raise LinrnnError(f"{where}: unknown field(s) {', '.join(unknown)} for {kind} "
+                          f"(expected a subset of {', '.join(sorted(names))})")
+    values = {k: v for k, v in data.items() if k != "kind"}
+    if kind == "model" and "mixer" in values:
+        values["mixer"] = config_from_dict(values["mixer"], f"{where}.mixer")
+        if values["mixer"].kind == "model":
+            raise LinrnnError(f"{where}.mixer: expected a mixer, found a model")
+    try:
+        return cls(**values)
+    except TypeError as err:  # e.g. a field given as a list
+        raise LinrnnError(f"{where}: {err}") from None

@@ -1,0 +1,61 @@
+"""The float64 NumPy reference: the oracle every other implementation is checked against.
+
+Each mixer has two views with one signature, `sequential(params, config, u, x0)` (the recurrence) and
+`conv(params, config, u)` (the impulse response and a causal convolution). `apply_mixer` dispatches.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from linrnn.impls.checks import check_sequences
+from linrnn.impls.config import MixerConfig
+from linrnn.impls.errors import LinrnnError
+from linrnn.impls.reference import dlr, lru, rotrnn
+
+MIXERS = {"rotrnn": rotrnn, "lru": lru, "dlr": dlr}
+MODES = ("sequential", "conv")
+
+
+def apply_mixer(cfg: MixerConfig, params: Mapping[str, np.ndarray], u: np.ndarray, mode: str = "sequential",
+                x0: np.ndarray | None = None):
+    """One mixer layer on u (B L H) -> (y (B L H), forward state after the last step or None for 'conv')."""
+    if mode not in MODES:
+        raise LinrnnError(f"mode: the reference backend has modes {', '.join(MODES)}, found {mode!r}")
+    u = check_sequences(u, cfg.d_model)
+    module = MIXERS[cfg.kind]
+    if mode == "sequential":
+        return module.sequential(params, cfg, u, x0)
+    if x0 is not None:
+        raise LinrnnError("mode 'conv' starts from a zero state; use mode 'sequential' to pass a state")
+    return module.conv(params, cfg, u), None
+
+
+def spectral_radius(cfg: MixerConfig, params: Mapping[str, np.ndarray]) -> float:
+    """The largest |eigenvalue| of the transition (RotRNN: max gamma_h; LRU, DLR: max |lambda|)."""
+    if cfg.kind == "rotrnn":
+        return float(np.max(rotrnn.decay(params["gamma_log"])))
+    return float(np.max(np.abs(MIXERS[cfg.kind].eigenvalues(params))))
+
+
+# -- the backend interface of `linrnn apply` (see linrnn.impls.backends) --------------------------
+
+DTYPES = ("float64",)
+
+
+def apply_bundle(bundle, inputs: np.ndarray, mode: str = "sequential", dtype: str = "float64",
+                 lengths: np.ndarray | None = None) -> np.ndarray:
+    """A layer bundle on u (B L H) -> y (B L H), or a model bundle on its inputs -> its outputs."""
+    if dtype not in DTYPES:
+        raise LinrnnError(f"dtype: the reference backend computes in float64 only, found {dtype!r}")
+    if bundle.kind == "model":
+        from linrnn.impls.reference.model import forward
+        if mode not in MODES:
+            raise LinrnnError(f"mode: the reference backend has modes {', '.join(MODES)}, found {mode!r}")
+        return forward(bundle, inputs, lengths, mode)
+    if lengths is not None:
+        raise LinrnnError("lengths: only a model bundle (with pooling) takes lengths")
+    y, _ = apply_mixer(bundle.config, bundle.params, inputs, mode)
+    return y

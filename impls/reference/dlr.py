@@ -1,0 +1,90 @@
+"""DLR, float64 NumPy reference (Gupta, Mehta, Berant 2022; MODELS.md).
+
+No discretisation and no B. The N eigenvalues are shared by the H channels; each channel has its own
+complex output weights:
+
+    lambda_n  = exp(-a_n^2 + i theta_n)                       |lambda_n| <= 1 by construction
+    x_{t,h,n} = lambda_n x_{t-1,h,n} + u_{t,h}                 (recurrent view, state H x N)
+    K_{h,l}   = Re(sum_n W_{h,n} lambda_n^l),  l < L_k          (kernel view)
+    y_{t,h}   = sum_{l<=t, l<L_k} K_{h,l} u_{t-l,h} + D_h u_{t,h}
+
+Bidirectional: y_t += sum_{j>=0} K^rev_j u_{t+1+j} (future only; lag 0 is counted once, causally).
+
+The kernel view is the model's definition (L_k = min(max_kernel_length, L)); the recurrent view equals
+it only while L <= L_k, and `sequential` refuses longer inputs rather than answer something else.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from linrnn.impls.config import DLRConfig
+from linrnn.impls.errors import LinrnnError
+from linrnn.impls.reference.conv import anticausal_conv, causal_conv
+
+Params = Mapping[str, np.ndarray]
+
+
+def eigenvalues(p: Params) -> np.ndarray:
+    """lambda_n = exp(-a_n^2 + i theta_n).     -> (N,) complex"""
+    return np.exp(-p["a"] ** 2 + 1j * p["theta"])
+
+
+def output_weights(p: Params, suffix: str = "") -> np.ndarray:
+    """W = W_re + i W_im (or the `_rev` pair).     -> (H N) complex"""
+    return p["W_re" + suffix] + 1j * p["W_im" + suffix]
+
+
+def kernel_length(cfg: DLRConfig, length: int) -> int:
+    """L_k = min(max_kernel_length, L)."""
+    return length if cfg.max_kernel_length is None else min(cfg.max_kernel_length, length)
+
+
+def kernel(p: Params, length: int, suffix: str = "") -> np.ndarray:
+    """K_{h,l} = Re(sum_n W_{h,n} lambda_n^l), lambda^l computed as exp(l log lambda).     -> (length H)"""
+    log_lam = -p["a"] ** 2 + 1j * p["theta"]                        # (N,)
+    powers = np.exp(np.arange(length)[:, None] * log_lam[None, :])  # (length N)
+    return (powers @ output_weights(p, suffix).T).real              # (length H)
+
+
+def sequential(p: Params, cfg: DLRConfig, u: np.ndarray, x0: np.ndarray | None = None):
+    """The recurrence, one step at a time (valid while L <= L_k).
+
+    u  (B L H) float64            the input sequence
+    x0 (B H N) complex or None    the forward state before u (zeros if None)
+    -> y (B L H), x_L (B H N) complex
+    """
+    B, L, H = u.shape
+    if cfg.max_kernel_length is not None and (L > cfg.max_kernel_length or x0 is not None):
+        raise LinrnnError(f"DLR with max_kernel_length={cfg.max_kernel_length} is defined by its truncated "
+                          f"kernel; the recurrent view holds only for L <= {cfg.max_kernel_length} from a zero "
+                          f"state (found L = {L}{', a given state' if x0 is not None else ''}): use mode 'conv'")
+    lam = eigenvalues(p)
+    W = output_weights(p)
+    x = np.zeros((B, H, cfg.d_state), dtype=np.complex128) if x0 is None else x0
+    y = np.empty((B, L, H))
+    for t in range(L):
+        x = lam * x + u[:, t, :, None]                              # (B H N)
+        y[:, t] = np.einsum("hn,bhn->bh", W, x).real
+    y = y + p["D"] * u
+    if cfg.bidirectional:
+        # z_t = sum_{j>=0} lambda^j u_{t+1+j} = u_{t+1} + lambda z_{t+1}, z_{L-1} = 0
+        W_rev = output_weights(p, "_rev")
+        z = np.zeros((B, H, cfg.d_state), dtype=np.complex128)
+        for t in range(L - 2, -1, -1):
+            z = lam * z + u[:, t + 1, :, None]
+            y[:, t] += np.einsum("hn,bhn->bh", W_rev, z).real
+    return y, x
+
+
+def conv(p: Params, cfg: DLRConfig, u: np.ndarray) -> np.ndarray:
+    """y_t = sum_l K_l u_{t-l} + D * u_t (+ sum_j K^rev_j u_{t+1+j}).     u (B L H) -> y (B L H)"""
+    Lk = kernel_length(cfg, u.shape[1])
+    y = causal_conv(kernel(p, Lk), u) + p["D"] * u
+    if cfg.bidirectional:
+        K_rev = kernel(p, Lk, "_rev")                                # (Lk H)
+        shifted = np.concatenate([np.zeros((1, cfg.d_model)), K_rev])  # lag j+1 carries K^rev_j
+        y = y + anticausal_conv(shifted, u)
+    return y

@@ -1,0 +1,83 @@
+"""LRU, float64 NumPy reference (Orvieto et al. 2023; MODELS.md).
+
+Complex diagonal state x_t in C^N, real input u_t in R^H:
+
+    lambda_j = exp(-exp(nu_log_j) + i exp(theta_log_j))
+    x_t      = lambda * x_{t-1} + exp(gamma_log) * (B u_t),      x_0 = 0,   B = B_re + i B_im
+    y_t      = Re(C x_t) + D * u_t,                               C = C_re + i C_im
+
+Bidirectional: y_t += Re(C_rev x_bwd_t), x_bwd_t = lambda x_bwd_{t+1} + exp(gamma_log) B u_t.
+
+Views: `sequential` (the recurrence) and `conv` with K_k = Re(C diag(lambda^k) diag(gamma) B).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from linrnn.impls.config import LRUConfig
+from linrnn.impls.reference.conv import anticausal_conv, causal_conv
+
+Params = Mapping[str, np.ndarray]
+
+
+def eigenvalues(p: Params) -> np.ndarray:
+    """lambda_j = exp(-exp(nu_log_j) + i exp(theta_log_j)).     -> (N,) complex"""
+    return np.exp(-np.exp(p["nu_log"]) + 1j * np.exp(p["theta_log"]))
+
+
+def input_matrix(p: Params) -> np.ndarray:
+    """diag(exp(gamma_log)) (B_re + i B_im).     -> (N H) complex"""
+    return np.exp(p["gamma_log"])[:, None] * (p["B_re"] + 1j * p["B_im"])
+
+
+def output_matrix(p: Params, suffix: str = "") -> np.ndarray:
+    """C_re + i C_im (or the `_rev` pair).     -> (H N) complex"""
+    return p["C_re" + suffix] + 1j * p["C_im" + suffix]
+
+
+def _scan(lam: np.ndarray, inputs: np.ndarray, x0: np.ndarray) -> np.ndarray:
+    """x_t = lambda * x_{t-1} + inputs_t.     inputs (B L N) complex -> states (B L N)"""
+    states = np.empty_like(inputs)
+    x = x0
+    for t in range(inputs.shape[1]):
+        x = lam * x + inputs[:, t]
+        states[:, t] = x
+    return states
+
+
+def sequential(p: Params, cfg: LRUConfig, u: np.ndarray, x0: np.ndarray | None = None):
+    """The recurrence, one step at a time.
+
+    u  (B L H) float64          the input sequence
+    x0 (B N) complex or None    the forward state before u (zeros if None)
+    -> y (B L H), x_L (B N) complex
+    """
+    lam = eigenvalues(p)
+    inputs = u @ input_matrix(p).T                                  # (B L N)
+    if x0 is None:
+        x0 = np.zeros((u.shape[0], cfg.d_state), dtype=np.complex128)
+    states = _scan(lam, inputs, x0)                                 # (B L N)
+    y = (states @ output_matrix(p).T).real + p["D"] * u             # (B L H)
+    if cfg.bidirectional:
+        backward = _scan(lam, inputs[:, ::-1], np.zeros_like(x0))[:, ::-1]
+        y = y + (backward @ output_matrix(p, "_rev").T).real
+    return y, states[:, -1]
+
+
+def kernel(p: Params, length: int, suffix: str = "") -> np.ndarray:
+    """K_k = Re(C diag(lambda^k) diag(gamma) B) for k < length.     -> (length H H)"""
+    powers = eigenvalues(p)[None, :] ** np.arange(length)[:, None]  # (length N)
+    C, Bn = output_matrix(p, suffix), input_matrix(p)
+    return np.einsum("dn,kn,ne->kde", C, powers, Bn).real
+
+
+def conv(p: Params, cfg: LRUConfig, u: np.ndarray) -> np.ndarray:
+    """y_t = sum_k K_k u_{t-k} + D * u_t (+ sum_k K^rev_k u_{t+k}).     u (B L H) -> y (B L H)"""
+    L = u.shape[1]
+    y = causal_conv(kernel(p, L), u) + p["D"] * u
+    if cfg.bidirectional:
+        y = y + anticausal_conv(kernel(p, L, "_rev"), u)
+    return y

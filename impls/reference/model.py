@@ -1,0 +1,93 @@
+"""The deep model of MODELS.md in evaluation mode, float64 NumPy reference.
+
+    encoder:  Linear(d_in -> H)  or  Embedding(vocab -> H)
+    block i:  z = norm(x); z = mixer(z); z = gelu(z); z = glu(z) = (W1 z + b1) * sigmoid(W2 z + b2);
+              x = x + z                    (prenorm; postnorm: x = norm(x + mixer-path(x)))
+    head:     pool over time (mean over the valid positions | last valid position | none), Linear(H -> d_out)
+
+Evaluation mode: dropout is the identity and BatchNorm uses its stored statistics. GELU is the exact
+erf form (PyTorch's default; note that `jax.nn.gelu` defaults to the tanh approximation).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+from scipy.special import erf, expit
+
+from linrnn.impls.bundle import Bundle, sub_params
+from linrnn.impls.checks import check_lengths, check_sequences, check_tokens
+from linrnn.impls.config import ModelConfig
+from linrnn.impls.reference import apply_mixer
+
+Params = Mapping[str, np.ndarray]
+
+
+def gelu(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))
+
+
+def layer_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
+    """Normalise over H (biased variance).     x (B L H)"""
+    mean = x.mean(axis=-1, keepdims=True)
+    var = x.var(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * scale + bias
+
+
+def batch_norm(x: np.ndarray, scale, bias, mean, var, eps: float) -> np.ndarray:
+    """Normalise each of the H features with its stored running statistics.     x (B L H)"""
+    return (x - mean) / np.sqrt(var + eps) * scale + bias
+
+
+def norm(p: Params, cfg: ModelConfig, x: np.ndarray) -> np.ndarray:
+    if cfg.norm == "layer":
+        return layer_norm(x, p["norm.scale"], p["norm.bias"], cfg.norm_eps)
+    return batch_norm(x, p["norm.scale"], p["norm.bias"], p["norm.mean"], p["norm.var"], cfg.norm_eps)
+
+
+def glu(p: Params, z: np.ndarray) -> np.ndarray:
+    """(W1 z + b1) * sigmoid(W2 z + b2).     z (B L H)"""
+    return (z @ p["glu.W1"].T + p["glu.b1"]) * expit(z @ p["glu.W2"].T + p["glu.b2"])
+
+
+def block(p: Params, cfg: ModelConfig, x: np.ndarray, mode: str) -> np.ndarray:
+    """One residual block.     x (B L H) -> (B L H)"""
+    z = norm(p, cfg, x) if cfg.prenorm else x
+    z, _ = apply_mixer(cfg.mixer, sub_params(p, "mixer."), z, mode)
+    z = glu(p, gelu(z))
+    x = x + z
+    return x if cfg.prenorm else norm(p, cfg, x)
+
+
+def encode(p: Params, cfg: ModelConfig, inputs: np.ndarray) -> np.ndarray:
+    """(B L d_in) floats or (B L) token ids -> (B L H)"""
+    if cfg.vocab_size is not None:
+        return p["encoder.weight"][check_tokens(inputs, cfg.vocab_size)]
+    return check_sequences(inputs, cfg.d_input) @ p["encoder.weight"].T + p["encoder.bias"]
+
+
+def pool(x: np.ndarray, lengths: np.ndarray, how: str) -> np.ndarray:
+    """(B L H) -> (B H) for 'mean' (valid positions only) and 'last' (last valid position); 'none' keeps (B L H)."""
+    if how == "none":
+        return x
+    if how == "last":
+        return x[np.arange(x.shape[0]), lengths - 1]
+    valid = np.arange(x.shape[1])[None, :] < lengths[:, None]      # (B L)
+    return (x * valid[..., None]).sum(axis=1) / lengths[:, None]
+
+
+def forward(bundle: Bundle, inputs: np.ndarray, lengths: np.ndarray | None = None,
+            mode: str = "sequential") -> np.ndarray:
+    """The model's output: (B d_out) with pooling, (B L d_out) with pooling 'none'.
+
+    inputs   (B L d_in) real, or (B L) integer token ids with an embedding encoder
+    lengths  (B,) valid lengths for masked mean / last pooling, or None (all full)
+    mode     the mixers' view: 'sequential' or 'conv'
+    """
+    cfg, p = bundle.config, bundle.params
+    x = encode(p, cfg, inputs)                                      # (B L H)
+    lengths = check_lengths(lengths, x.shape[0], x.shape[1])
+    for i in range(cfg.n_layers):
+        x = block(sub_params(p, f"layers.{i}."), cfg, x, mode)
+    return pool(x, lengths, cfg.pooling) @ p["decoder.weight"].T + p["decoder.bias"]

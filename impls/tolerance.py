@@ -1,0 +1,111 @@
+"""The project's one tolerance table and the one comparison helper (`compare`, `assert_close`).
+
+Error measure: the normwise relative error  rel = max|got - ref| / max|ref|  (inf-norms over every
+entry), reported together with the max-abs error. A normwise measure does not blow up at entries that
+happen to be near zero, and it is what a user of an oracle wants to know: how far is my output from
+the right one, compared with the size of the right one.
+
+Tolerance: rtol = factor(kind) * eps(dtype) * memory, where
+
+    memory = min(L, 1 / (1 - r))        r = the largest |eigenvalue| (RotRNN: gamma; LRU, DLR: |lambda|)
+
+is the number of past steps that effectively contribute to one output. A linear recurrence, or a sum
+over a kernel, adds one rounding error per contributing step, so the worst-case relative error grows
+linearly in that number (Higham, "Accuracy and Stability of Numerical Algorithms", ch. 3 and 8), and
+it is the same for a sequential scan, a tree scan, or a long convolution sum up to the constant. The
+factors cover the constant (a few roundings per step, the products with B and C around the scan, an
+FFT's log L): they are fixed per kind, never per test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# kind -> (factor, why)
+FACTORS: dict[str, tuple[float, str]] = {
+    "forward": (32.0, "outputs of two implementations or views of one layer or model: a few roundings per "
+                      "contributing step in the scan or kernel sum, plus the projections B u and C x"),
+    "state": (32.0, "final or streamed states: the same roundings as the outputs, without the read-out"),
+    "gradient": (128.0, "gradients by reverse-mode autodiff: a second scan in reverse time and products of "
+                        "the forward quantities, so about twice the forward roundings and a larger constant"),
+    "identity": (64.0, "an algebraic identity checked numerically (orthogonality, power formulas, "
+                       "converters): matrix exponentials and products of size N, no scan over L"),
+}
+
+EPS = {"float64": float(np.finfo(np.float64).eps), "float32": float(np.finfo(np.float32).eps)}
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float     # bound on the normwise relative error
+    why: str        # the reason for the size, shown in failure messages and reports
+
+
+def memory(length: int, max_abs_eigenvalue: float) -> float:
+    """min(L, 1/(1 - r)), at least 1: the effective number of past steps behind one output."""
+    if max_abs_eigenvalue >= 1.0:
+        return float(max(length, 1))
+    return float(max(1.0, min(length, 1.0 / (1.0 - max_abs_eigenvalue))))
+
+
+def tolerance(kind: str, dtype: str, length: int = 1, max_abs_eigenvalue: float = 0.0) -> Tolerance:
+    """The tolerance for comparing two computations of one quantity of `kind` in `dtype`."""
+    if kind not in FACTORS:
+        raise KeyError(f"unknown comparison kind {kind!r}; expected one of {', '.join(FACTORS)}")
+    if dtype not in EPS:
+        raise KeyError(f"unknown dtype {dtype!r}; expected one of {', '.join(EPS)}")
+    factor, why = FACTORS[kind]
+    m = memory(length, max_abs_eigenvalue)
+    return Tolerance(factor * EPS[dtype] * m,
+                     f"{factor:g} x eps({dtype}) x memory {m:.4g} (L={length}, r={max_abs_eigenvalue:.6g}): {why}")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    name: str
+    max_abs: float
+    rel: float
+    rtol: float
+    ok: bool
+    why: str
+
+    def __str__(self) -> str:
+        verdict = "ok" if self.ok else "EXCEEDS"
+        return (f"{self.name}: max-abs {self.max_abs:.3e}, relative {self.rel:.3e} {verdict} "
+                f"tolerance {self.rtol:.3e} [{self.why}]")
+
+
+def compare(name: str, ref, got, kind: str, dtype: str, length: int = 1,
+            max_abs_eigenvalue: float = 0.0, scale: float | None = None) -> Comparison:
+    """Compare `got` with `ref` (any array-likes of one shape); NaN/Inf in either fails first.
+
+    `scale`: when `ref` is a sum of larger terms that cancel (e.g. y(u) + y(v) in a linearity check),
+    rounding errors are relative to those terms, not to the small result: pass their magnitude, and
+    the error is measured relative to max(max|ref|, scale).
+    """
+    ref = np.asarray(ref)
+    got = np.asarray(got)
+    tol = tolerance(kind, dtype, length, max_abs_eigenvalue)
+    if ref.shape != got.shape:
+        return Comparison(name, np.inf, np.inf, tol.rtol, False, f"shape {got.shape} != reference {ref.shape}")
+    for label, arr in (("reference", ref), ("result", got)):
+        if not np.all(np.isfinite(arr)):
+            return Comparison(name, np.inf, np.inf, tol.rtol, False, f"NaN/Inf in the {label}")
+    if ref.size == 0:
+        return Comparison(name, 0.0, 0.0, tol.rtol, True, tol.why)
+    ref64 = ref.astype(np.complex128 if np.iscomplexobj(ref) else np.float64)
+    max_abs = float(np.max(np.abs(got.astype(ref64.dtype) - ref64)))
+    scale = max(float(np.max(np.abs(ref64))), scale or 0.0)
+    rel = max_abs / scale if scale > 0 else (0.0 if max_abs == 0 else np.inf)
+    return Comparison(name, max_abs, rel, tol.rtol, rel <= tol.rtol, tol.why)
+
+
+def assert_close(name: str, ref, got, kind: str, dtype: str, length: int = 1,
+                 max_abs_eigenvalue: float = 0.0, scale: float | None = None) -> Comparison:
+    """`compare`, raising AssertionError (with both errors and the reason for the tolerance) on failure."""
+    result = compare(name, ref, got, kind, dtype, length, max_abs_eigenvalue, scale)
+    if not result.ok:
+        raise AssertionError(str(result))
+    return result

@@ -1,0 +1,132 @@
+"""Properties of the float64 reference that any linear time-invariant recurrence must have.
+
+Each mixer x direction, on random bundles from each paper's initialisation (decays reaching 0.9999
+by construction of the init ranges) and random inputs; L = 1 and odd lengths are reachable. Bulk
+arrays come from a drawn seed so that Hypothesis shrinks structure (sizes, lengths), not numbers.
+"""
+
+import dataclasses
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig
+from linrnn.impls.init import init
+from linrnn.impls.reference import apply_mixer, spectral_radius
+from linrnn.impls.tolerance import assert_close
+
+KINDS = ("rotrnn", "lru", "dlr")
+
+
+@st.composite
+def layers(draw, bidirectional=None):
+    kind = draw(st.sampled_from(KINDS))
+    bi = draw(st.booleans()) if bidirectional is None else bidirectional
+    H = draw(st.integers(1, 4))
+    if kind == "rotrnn":
+        cfg = RotRNNConfig(d_model=H, d_state=2 * draw(st.integers(1, 2)), heads=draw(st.integers(1, 2)),
+                           bidirectional=bi, gamma_max=0.9999)
+    elif kind == "lru":
+        cfg = LRUConfig(d_model=H, d_state=draw(st.integers(1, 4)), bidirectional=bi, r_min=0.0, r_max=0.9999)
+    else:
+        cfg = DLRConfig(d_model=H, d_state=draw(st.integers(1, 4)), bidirectional=bi, dt_min=1e-5, dt_max=1.0)
+    bundle = init(cfg, draw(st.integers(0, 2**16)))
+    return cfg, bundle.params, spectral_radius(cfg, bundle.params)
+
+
+def inputs(seed, B, L, H):
+    return np.random.default_rng(seed).standard_normal((B, L, H))
+
+
+common = settings(max_examples=40, deadline=None)
+
+
+@common
+@given(layers(), st.integers(1, 3), st.integers(1, 24), st.integers(0, 2**16))
+def test_recurrent_view_equals_kernel_view(layer, B, L, seed):
+    cfg, p, r = layer
+    u = inputs(seed, B, L, cfg.d_model)
+    y_seq, _ = apply_mixer(cfg, p, u, "sequential")
+    y_conv, _ = apply_mixer(cfg, p, u, "conv")
+    assert_close(f"{cfg.kind} conv vs sequential", y_seq, y_conv, "forward", "float64", L, r)
+
+
+@common
+@given(layers(bidirectional=False), st.integers(2, 24), st.data(), st.integers(0, 2**16))
+def test_causality(layer, L, data, seed):
+    """Changing the input at t and after leaves every output before t unchanged (bit for bit)."""
+    cfg, p, _ = layer
+    t = data.draw(st.integers(0, L - 1))
+    u = inputs(seed, 1, L, cfg.d_model)
+    v = u.copy()
+    v[:, t:] = inputs(seed + 1, 1, L - t, cfg.d_model)
+    for mode in ("sequential", "conv"):
+        y_u, _ = apply_mixer(cfg, p, u, mode)
+        y_v, _ = apply_mixer(cfg, p, v, mode)
+        assert np.array_equal(y_u[:, :t], y_v[:, :t])
+        assert not np.array_equal(y_u[:, t:], y_v[:, t:])
+
+
+@common
+@given(layers(), st.integers(1, 16), st.floats(-3, 3), st.floats(-3, 3), st.integers(0, 2**16))
+def test_linearity_in_the_input(layer, L, alpha, beta, seed):
+    cfg, p, r = layer
+    u, v = inputs(seed, 1, L, cfg.d_model), inputs(seed + 1, 1, L, cfg.d_model)
+    y_u, y_v = (apply_mixer(cfg, p, w, "sequential")[0] for w in (u, v))
+    y_sum, _ = apply_mixer(cfg, p, alpha * u + beta * v, "sequential")
+    terms = max(np.max(np.abs(alpha * y_u)), np.max(np.abs(beta * y_v)))   # the sum may cancel
+    assert_close(f"{cfg.kind} linearity", alpha * y_u + beta * y_v, y_sum, "forward", "float64", L, r,
+                 scale=terms)
+
+
+@common
+@given(layers(bidirectional=False), st.integers(1, 16), st.integers(1, 8), st.integers(0, 2**16))
+def test_time_invariance(layer, L, delay, seed):
+    """Delaying the input by d zeros (from a zero state) delays the output by d."""
+    cfg, p, r = layer
+    u = inputs(seed, 2, L, cfg.d_model)
+    delayed = np.concatenate([np.zeros((2, delay, cfg.d_model)), u], axis=1)
+    y, _ = apply_mixer(cfg, p, u, "sequential")
+    y_delayed, _ = apply_mixer(cfg, p, delayed, "sequential")
+    assert np.all(y_delayed[:, :delay] == 0)
+    assert_close(f"{cfg.kind} time invariance", y, y_delayed[:, delay:], "forward", "float64", L + delay, r)
+
+
+@common
+@given(layers(bidirectional=True), st.integers(1, 16), st.integers(0, 2**16))
+def test_bidirectional_is_forward_plus_reversed_backward(layer, L, seed):
+    """y = y_fwd(u) + y_bwd(u) with y_bwd(u) the causal layer read out by the _rev weights on reversed time."""
+    cfg, p, r = layer
+    u = inputs(seed, 2, L, cfg.d_model)
+    causal_cfg = dataclasses.replace(cfg, bidirectional=False)
+    forward_params = {k: v for k, v in p.items() if not k.endswith("_rev")}
+    backward_params = dict(forward_params)
+    for key in [k for k in p if k.endswith("_rev")]:
+        backward_params[key[: -len("_rev")]] = p[key]
+    backward_params["D"] = np.zeros_like(p["D"])
+    y, _ = apply_mixer(cfg, p, u, "sequential")
+    y_fwd, _ = apply_mixer(causal_cfg, forward_params, u, "sequential")
+    if cfg.kind == "dlr":
+        # DLR's backward kernel sees the future only: shift the reversed input by one step
+        shifted = np.concatenate([u[:, 1:], np.zeros_like(u[:, :1])], axis=1)
+        y_bwd = apply_mixer(causal_cfg, backward_params, shifted[:, ::-1], "sequential")[0][:, ::-1]
+        y_bwd = np.concatenate([y_bwd[:, :-1], np.zeros_like(y_bwd[:, -1:])], axis=1)
+    else:
+        y_bwd = apply_mixer(causal_cfg, backward_params, u[:, ::-1], "sequential")[0][:, ::-1]
+    assert_close(f"{cfg.kind} bidirectional split", y, y_fwd + y_bwd, "forward", "float64", L, r)
+
+
+@common
+@given(layers(bidirectional=False), st.integers(2, 24), st.data(), st.integers(0, 2**16))
+def test_state_carries_across_a_split_sequence(layer, L, data, seed):
+    """Running [0:t] then [t:L] from the returned state equals one run over [0:L]."""
+    cfg, p, r = layer
+    t = data.draw(st.integers(1, L - 1))
+    u = inputs(seed, 2, L, cfg.d_model)
+    y_full, x_full = apply_mixer(cfg, p, u, "sequential")
+    y_head, x_head = apply_mixer(cfg, p, u[:, :t], "sequential")
+    y_tail, x_tail = apply_mixer(cfg, p, u[:, t:], "sequential", x0=x_head)
+    assert_close(f"{cfg.kind} split outputs", y_full, np.concatenate([y_head, y_tail], axis=1),
+                 "forward", "float64", L, r)
+    assert_close(f"{cfg.kind} split state", x_full, x_tail, "state", "float64", L, r)

@@ -1,0 +1,70 @@
+"""`linrnn tasks ...`: the command line of the tasks area.
+
+    linrnn tasks sample --task NAME --length L [--batch B] [--seed S] --out FILE.npz [--dtype float32|float64]
+
+writes one batch (batch 0 of the stream of seed S) as `inputs`, `targets` and `mask` arrays in an
+.npz file that loads without pickle, and prints one line with the shapes. Every bad value raises
+`LinrnnError`, which `linrnn` prints as one line with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from linrnn.impls.errors import LinrnnError
+from linrnn.tasks.synthetic import DTYPES, TASKS, make_task
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `tasks` and its sub-commands to the main parser's sub-commands."""
+    parser = subparsers.add_parser("tasks", help="synthetic tasks of the DLR paper: sample batches")
+    commands = parser.add_subparsers(dest="tasks_command", metavar="SUBCOMMAND")
+    commands.required = True
+    register_sample(commands)
+
+
+def register_sample(commands: argparse._SubParsersAction) -> None:
+    """Add `tasks sample`. Numbers are read as text and checked by `run_sample`, so that a bad
+    value is a LinrnnError (one line, exit status 2) like every other bad input."""
+    parser = commands.add_parser(
+        "sample",
+        help="write one batch of a synthetic task to an .npz file",
+        description="Write batch 0 of the seeded stream of a synthetic task as inputs, targets, mask.",
+    )
+    parser.add_argument("--task", required=True, help=f"one of: {', '.join(TASKS)}")
+    parser.add_argument("--length", required=True, help="the task's L (DLR.md 3.3), e.g. 512 or 4096")
+    parser.add_argument("--batch", default="16", help="batch size B (default 16)")
+    parser.add_argument("--seed", default="0", help="stream seed, a non-negative integer (default 0)")
+    parser.add_argument("--out", required=True, help="the .npz file to write (overwritten)")
+    parser.add_argument("--dtype", default="float32", help=f"one of: {', '.join(DTYPES)} (default float32)")
+    parser.set_defaults(func=run_sample)
+
+
+def _integer(flag: str, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise LinrnnError(f"{flag}: expected an integer, found {text!r}") from None
+
+
+def run_sample(args: argparse.Namespace) -> int:
+    task = make_task(
+        args.task,
+        length=_integer("--length", args.length),
+        seed=_integer("--seed", args.seed),
+        batch_size=_integer("--batch", args.batch),
+        dtype=args.dtype,
+    )
+    batch = task.batch(0)
+    try:
+        with open(args.out, "wb") as file:  # an open file: np.savez would append .npz to a bare name
+            np.savez(file, inputs=batch.inputs, targets=batch.targets, mask=batch.mask)
+    except OSError as err:
+        raise LinrnnError(f"--out: expected a writable file path, found {args.out!r} ({err.strerror})") from None
+    print(
+        f"{args.task}: wrote {args.out}: inputs {batch.inputs.shape} {batch.inputs.dtype}, "
+        f"targets {batch.targets.shape} {batch.targets.dtype}, mask {batch.mask.shape} bool"
+    )
+    return 0

@@ -1,0 +1,94 @@
+"""`linrnn report`: results are versioned JSON, the page is rendered from them, bad files are skipped."""
+
+import json
+
+import pytest
+
+from linrnn.reports import report_cli
+from linrnn.reports.results import RESULTS_SCHEMA_VERSION, read_results, write_result
+from linrnn.reports.render import render
+from linrnn.reports.sections import SECTIONS, reference
+
+
+@pytest.fixture(scope="module")
+def computed(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    assert report_cli.compute_all(str(out), quick=True, sections=(reference,)) == []
+    return out
+
+
+def test_reference_section_results_are_versioned_json(computed):
+    record = json.loads((computed / "reference.json").read_text())
+    assert record["schema_version"] == RESULTS_SCHEMA_VERSION and record["section"] == "reference"
+    meta = record["meta"]
+    assert {"code_version", "created", "machine", "device", "libraries", "config"} <= set(meta)
+    assert meta["config"]["quick"] is True and meta["libraries"]["numpy"] != "not installed"
+    data = record["data"]
+    assert data["ok"] is True
+    assert {(r["mixer"], r["bidirectional"]) for r in data["summary"]} == \
+        {(k, b) for k in ("rotrnn", "lru", "dlr") for b in (False, True)}
+    assert all(r["rel"] <= r["rtol"] for r in data["rows"])
+
+
+def test_page_renders_from_saved_results(computed, tmp_path):
+    path = render(read_results([computed], ["reference"]), (reference,), tmp_path)
+    html = path.read_text()
+    assert html.startswith("<!DOCTYPE html>") and 'id="reference"' in html and 'id="environment"' in html
+    assert "quick" in html and "all 12 cases agree" in html
+    assert "<script" not in html and "http://" not in html and "https://" not in html
+
+
+def test_missing_and_corrupt_files_are_skipped_and_named(computed, tmp_path):
+    good = tmp_path / "good"
+    good.mkdir()
+    (good / "reference.json").write_text((computed / "reference.json").read_text())
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "reference.json").write_text('{"schema_version": 1, "section": "refer')   # cut short
+    (bad / "notes.json").write_text("{}")
+    loaded = read_results([good, bad], ["reference"])
+    assert len(loaded.results) == 1
+    reasons = dict(loaded.skipped)
+    assert reasons[str(bad / "reference.json")].startswith("unreadable JSON")
+    assert "not a section of this report" in reasons[str(bad / "notes.json")]
+    html = render(loaded, (reference,), tmp_path / "page").read_text()
+    assert "Skipped results files" in html and "unreadable JSON" in html and str(bad / "reference.json") in html
+
+
+def test_wrong_schema_and_missing_section_file(tmp_path):
+    (tmp_path / "reference.json").write_text(json.dumps({"schema_version": 99, "section": "reference"}))
+    loaded = read_results([tmp_path], ["reference", "theory"])
+    reasons = dict(loaded.skipped)
+    assert reasons[str(tmp_path / "reference.json")] == "schema_version: expected 1, found 99"
+    assert reasons[str(tmp_path / "theory.json")] == "missing"
+    html = render(loaded, (reference,), tmp_path).read_text()
+    assert "No results for this section" in html
+
+
+def test_text_from_results_is_escaped(computed, tmp_path):
+    record = json.loads((computed / "reference.json").read_text())
+    record["meta"]["machine"]["label"] = "<img src=x onerror=alert(1)>"
+    (tmp_path / "reference.json").write_text(json.dumps(record))
+    html = render(read_results([tmp_path], ["reference"]), (reference,), tmp_path / "o").read_text()
+    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def test_results_with_non_finite_numbers_stay_valid_json(tmp_path):
+    path = write_result(tmp_path, "reference", {"x": float("nan"), "y": [float("inf")]}, {"quick": True})
+    record = json.loads(path.read_text())
+    assert record["data"] == {"x": "nan", "y": ["inf"]}
+
+
+def test_from_rebuilds_the_page(capsys, computed, tmp_path):
+    code = report_cli._report(type("Args", (), {"from_dirs": [str(computed)], "out": str(tmp_path),
+                                                "quick": False})())
+    assert code == 0 and (tmp_path / "report.html").is_file()
+    assert "rendered" in capsys.readouterr().out
+
+
+def test_every_section_has_a_template_and_a_compute():
+    from linrnn.reports.render import environment
+    env = environment()
+    for section in SECTIONS:
+        assert callable(section.compute) and section.NAME and section.TITLE
+        env.get_template(section.TEMPLATE)
