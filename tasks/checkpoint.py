@@ -1,0 +1,77 @@
+"""Framework-neutral checkpoints: the model bundle, the AdamW moments under the same keys, the step.
+
+A checkpoint written by the PyTorch side can be read by the JAX side and vice versa: it holds NumPy
+float64 arrays only,
+
+    model.<key>     the model bundle's arrays (MODELS.md keys)
+    opt.m.<key>     AdamW first moment of that parameter
+    opt.v.<key>     AdamW second moment
+    opt.count       (), the number of optimiser updates so far
+    __meta__        JSON: schema version, the model config, the train config, the step
+
+Writing goes to a temporary file that is then renamed, so an interrupted save leaves the previous
+checkpoint intact ("the last good checkpoint").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from linrnn.impls.bundle import Bundle
+from linrnn.impls.config import SCHEMA_VERSION, config_from_dict, config_to_dict
+from linrnn.impls.errors import LinrnnError
+
+CHECKPOINT_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    step: int                      # optimiser steps done; training resumes at batch `step`
+    bundle: Bundle                 # the model after `step` updates
+    optimizer: dict[str, np.ndarray]  # 'm.<key>', 'v.<key>', 'count'
+    train_config: dict             # the TrainConfig as a dict
+
+
+def save(path: str | os.PathLike, ckpt: Checkpoint) -> Path:
+    path = Path(path)
+    meta = {"checkpoint_schema": CHECKPOINT_SCHEMA, "bundle_schema": SCHEMA_VERSION, "step": ckpt.step,
+            "model_config": config_to_dict(ckpt.bundle.config), "train_config": ckpt.train_config}
+    arrays = {f"model.{k}": v for k, v in ckpt.bundle.params.items()}
+    arrays.update({f"opt.{k}": np.asarray(v, dtype=np.float64) for k, v in ckpt.optimizer.items()})
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, __meta__=np.array(json.dumps(meta)), **arrays)
+        tmp.replace(path)
+    except OSError as err:
+        raise LinrnnError(f"cannot write checkpoint {path}: {err.strerror or err}") from None
+    return path
+
+
+def load(path: str | os.PathLike) -> Checkpoint:
+    path = Path(path)
+    if not path.is_file():
+        raise LinrnnError(f"cannot read checkpoint {path}: no such file")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+        meta = json.loads(str(arrays.pop("__meta__")))
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, json.JSONDecodeError) as err:
+        raise LinrnnError(f"cannot read checkpoint {path}: {err}") from None
+    if meta.get("checkpoint_schema") != CHECKPOINT_SCHEMA or meta.get("bundle_schema") != SCHEMA_VERSION:
+        raise LinrnnError(f"{path}: checkpoint schema {meta.get('checkpoint_schema')!r}/"
+                          f"{meta.get('bundle_schema')!r}, expected {CHECKPOINT_SCHEMA}/{SCHEMA_VERSION}")
+    config = config_from_dict(meta["model_config"], where=f"{path}: model_config")
+    bundle = Bundle(config, {k[len("model."):]: v for k, v in arrays.items() if k.startswith("model.")})
+    optimizer = {k[len("opt."):]: v for k, v in arrays.items() if k.startswith("opt.")}
+    expected = {f"{m}.{k}" for m in ("m", "v") for k in bundle.params} | {"count"}
+    if set(optimizer) != expected:
+        missing = sorted(expected - set(optimizer))[:3]
+        raise LinrnnError(f"{path}: optimizer state does not match the model (missing e.g. {missing})")
+    return Checkpoint(int(meta["step"]), bundle, optimizer, meta["train_config"])
