@@ -1,0 +1,278 @@
+"""Result records for the derivations, the one zero-test SymPy uses, and the numeric tolerance table.
+
+A derivation returns a `ClaimResult`: the claim id from CLAIMS.md, the assumptions, the steps of the
+derivation (each a SymPy expression rendered once to LaTeX, presentation MathML and plain text), the
+findings (one verdict per part of the claim: a claim can be partly proved and partly failing), and a
+witness dict of floats. Nothing in here decides a verdict by itself: a `Finding` is built from a
+computed boolean (`symbolic_finding`, `numeric_finding`), never from a literal.
+
+Verdicts of one finding: "proved" (SymPy identity holds), "verified" (numeric check on random
+instances holds), "fails" (the computation came out otherwise; `condition` states exactly when).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import math
+import re
+import types
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import sympy as sp
+from sympy.printing.mathml import mathml
+
+VERDICTS = ("proved", "verified", "fails")
+
+_MATHML_OPEN = '<math xmlns="http://www.w3.org/1998/Math/MathML" display="block">'
+
+
+# ---------------------------------------------------------------------------------------------
+# Tolerances: one table, keyed by (kind of comparison, dtype), each with the reason for its size.
+# A tolerance is `factor * eps(dtype) * scale`; the caller passes the scale the reason names.
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Tolerance:
+    factor: float  # multiple of eps(dtype) * scale
+    reason: str  # why the error is expected to grow with `scale`
+
+
+TOLERANCES: dict[tuple[str, str], Tolerance] = {
+    ("expm_orthogonality", "float64"): Tolerance(
+        100.0,
+        "expm's scaling and squaring does ~log2||S|| squarings of n-term sums: scale = n * max(1, ||S||_2)",
+    ),
+    ("schur_reconstruction", "float64"): Tolerance(
+        100.0,
+        "real Schur form is backward stable: scale = n (sums of n terms, ||A||_2 = 1)",
+    ),
+    ("matrix_power", "float64"): Tolerance(
+        100.0,
+        "each squaring doubles the error already in A^j, so it grows like k (not log k), and the block side "
+        "rounds the angle k*theta to eps * k*|theta|: scale = n * (1 + k)",
+    ),
+    ("dft_reconstruction", "float64"): Tolerance(
+        10.0,
+        "an N-term sum of unit-modulus terms after an FFT (log N stages): scale = sqrt(N) * log2(2N) * max|K|",
+    ),
+    ("kernel_phase", "float64"): Tolerance(
+        4.0,
+        "exp(l log lambda) rounds the phase l*theta to eps * l*|theta|, and the sum has N terms: per lag, "
+        "scale = (N + l * max|theta|) * sum_n |W_n| |lambda_n|^l",
+    ),
+    ("kernel_phase", "float32"): Tolerance(
+        4.0,
+        "as for float64 with eps(float32); l*theta itself is rounded in float32, so the error grows like l",
+    ),
+    ("conjugate_pairing", "float64"): Tolerance(
+        100.0,
+        "each eigenvalue exp(-exp(nu_log) + i exp(theta_log)) is rounded to a few eps; N of them are matched: scale = N",
+    ),
+    ("recurrence_equality", "float64"): Tolerance(
+        100.0,
+        "two float64 recursions of T steps, each step an N-term sum: scale = T * N * max|y|",
+    ),
+    ("expectation_recursion", "float64"): Tolerance(
+        100.0,
+        "T steps of a covariance recursion, each rounding once per entry: scale = T * N",
+    ),
+}
+
+# Signal smaller than this (relative to the lag-0 response) cannot change a float32 sum; used as the
+# threshold for "a signal survives L steps" in D2.
+SURVIVAL_THRESHOLD = float(np.finfo(np.float32).eps)
+
+
+def tolerance(kind: str, dtype: str, scale: float) -> float:
+    """The allowed error for a comparison of `kind` in `dtype` at the given scale (see TOLERANCES)."""
+    entry = TOLERANCES[(kind, dtype)]
+    return entry.factor * float(np.finfo(np.dtype(dtype)).eps) * float(scale)
+
+
+# ---------------------------------------------------------------------------------------------
+# SymPy helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def is_zero(expr: Any) -> bool:
+    """True when SymPy reduces `expr` (scalar or matrix) to exactly 0.
+
+    Tries, in order, `simplify`, `expand_complex` + `simplify`, and the trig/power rewrites; any entry
+    that stays non-zero makes the answer False. This is a sufficient test (SymPy cannot always
+    recognise zero), so False means "not shown to be zero", which the derivations report as a failure.
+    """
+    if isinstance(expr, (sp.MatrixBase,)):
+        return all(is_zero(entry) for entry in expr)
+    expr = sp.sympify(expr)
+    if expr == 0:
+        return True
+    for transform in (
+        sp.simplify,
+        lambda e: sp.simplify(sp.expand_complex(e)),
+        lambda e: sp.simplify(sp.expand_trig(sp.expand(e))),
+        lambda e: sp.simplify(sp.powsimp(sp.expand(e), force=True).rewrite(sp.cos)),
+    ):
+        if transform(expr) == 0:
+            return True
+    return False
+
+
+def render_latex(expr: Any) -> str:
+    return sp.latex(expr)
+
+
+_XML_ENTITIES = ("lt", "gt", "amp", "quot", "apos")
+
+
+def _named_entity_to_char(match: re.Match) -> str:
+    if match.group(1) in _XML_ENTITIES:
+        return match.group(0)
+    char = html.unescape(match.group(0))
+    return match.group(0) if char == match.group(0) else char
+
+
+def _escape_token(match: re.Match) -> str:
+    return f"<{match.group(1)}>{match.group(2).replace('<', '&lt;').replace('>', '&gt;')}</{match.group(1)}>"
+
+
+def render_mathml(expr: Any) -> str:
+    """Presentation MathML, wrapped in a <math> element so a browser renders it with no network.
+
+    Made well-formed XML: SymPy 1.14 writes relations' '<' and '>' unescaped in <mo>, and some
+    numeric references without the closing ';' (the zero matrix: '&#x1D7D8'); named entities such
+    as '&InvisibleTimes;' are undefined in XML, so they are replaced by the characters themselves.
+    """
+    body = mathml(expr, printer="presentation")
+    body = re.sub(r"<(mi|mn|mo|mtext)>([^<]*?[<>][^<]*?|[<>])</\1>", _escape_token, body)  # raw '<' in <mo>
+    body = re.sub(r"&#x([0-9A-Fa-f]+)(?![0-9A-Fa-f;])", r"&#x\1;", body)
+    body = re.sub(r"&([A-Za-z][A-Za-z0-9]*);", _named_entity_to_char, body)
+    return f"{_MATHML_OPEN}{body}</math>"
+
+
+# ---------------------------------------------------------------------------------------------
+# Records
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One line of a derivation: a label and a SymPy expression (or equation), rendered three ways."""
+
+    label: str
+    latex: str
+    mathml: str
+    text: str
+
+    @classmethod
+    def of(cls, label: str, expr: Any) -> "Step":
+        return cls(label=label, latex=render_latex(expr), mathml=render_mathml(expr), text=sp.sstr(expr))
+
+    def to_dict(self) -> dict[str, str]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One part of a claim and its verdict.
+
+    `condition`: for "fails", the exact condition under which this part fails; for "proved" or
+    "verified", the condition under which it holds (may be empty when it holds unconditionally).
+    `evidence`: "sympy", "numeric" or "monte carlo".
+    """
+
+    statement: str
+    verdict: str
+    condition: str
+    evidence: str
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, found {self.verdict!r}")
+
+    def to_dict(self) -> dict[str, str]:
+        return dataclasses.asdict(self)
+
+
+def symbolic_finding(statement: str, holds: bool, *, holds_when: str = "", fails_when: str) -> Finding:
+    """A SymPy part: "proved" when the computed `holds` is True, else "fails" with `fails_when`."""
+    if holds:
+        return Finding(statement, "proved", holds_when, "sympy")
+    return Finding(statement, "fails", fails_when, "sympy")
+
+
+def numeric_finding(
+    statement: str, holds: bool, *, holds_when: str = "", fails_when: str, evidence: str = "numeric"
+) -> Finding:
+    """A numeric part: "verified" when the computed `holds` is True, else "fails" with `fails_when`."""
+    if holds:
+        return Finding(statement, "verified", holds_when, evidence)
+    return Finding(statement, "fails", fails_when, evidence)
+
+
+def _as_float(name: str, value: Any) -> float:
+    out = float(value)
+    if not math.isfinite(out):
+        raise ValueError(f"witness {name!r} is not finite ({out}); store a log or a count instead")
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class ClaimResult:
+    """The outcome of one derivation (one claim of CLAIMS.md)."""
+
+    claim: str  # id in CLAIMS.md, e.g. "R3"
+    title: str  # one line: what was derived
+    assumptions: tuple[str, ...]
+    steps: tuple[Step, ...]
+    findings: tuple[Finding, ...]
+    witness: Mapping[str, float]  # named numbers backing the findings (all finite floats)
+    seconds: float = 0.0  # wall time of the derivation
+
+    def __post_init__(self) -> None:
+        if not self.findings:
+            raise ValueError(f"{self.claim}: a result needs at least one finding")
+        frozen = {str(k): _as_float(str(k), v) for k, v in self.witness.items()}
+        object.__setattr__(self, "witness", types.MappingProxyType(frozen))
+        object.__setattr__(self, "assumptions", tuple(self.assumptions))
+        object.__setattr__(self, "steps", tuple(self.steps))
+        object.__setattr__(self, "findings", tuple(self.findings))
+
+    @property
+    def verdict(self) -> str:
+        """"fails" if any part fails; else "proved" if any part is proved in SymPy; else "verified"."""
+        verdicts = {f.verdict for f in self.findings}
+        if "fails" in verdicts:
+            return "fails"
+        return "proved" if "proved" in verdicts else "verified"
+
+    @property
+    def partly(self) -> bool:
+        """True when some parts fail and others hold."""
+        return self.verdict == "fails" and any(f.verdict != "fails" for f in self.findings)
+
+    @property
+    def condition(self) -> str:
+        """The exact conditions of the failing parts, joined; empty when nothing fails."""
+        return "; ".join(f.condition for f in self.findings if f.verdict == "fails")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "claim": self.claim,
+            "title": self.title,
+            "verdict": self.verdict,
+            "partly": self.partly,
+            "condition": self.condition,
+            "assumptions": list(self.assumptions),
+            "steps": [s.to_dict() for s in self.steps],
+            "findings": [f.to_dict() for f in self.findings],
+            "witness": dict(self.witness),
+            "seconds": self.seconds,
+        }
+
+
+def steps_of(pairs: Sequence[tuple[str, Any]]) -> tuple[Step, ...]:
+    return tuple(Step.of(label, expr) for label, expr in pairs)
