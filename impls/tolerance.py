@@ -109,3 +109,62 @@ def assert_close(name: str, ref, got, kind: str, dtype: str, length: int = 1,
     if not result.ok:
         raise AssertionError(str(result))
     return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Identities of the theory (no scan over L): the error grows with a scale each reason names
+# (a matrix size, a power k, a phase l*theta), which the caller passes. A tolerance is
+# `factor * eps(dtype) * scale`.
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ScaledTolerance:
+    factor: float  # multiple of eps(dtype) * scale
+    reason: str  # why the error is expected to grow with `scale`
+
+
+SCALED: dict[tuple[str, str], ScaledTolerance] = {
+    ("expm_orthogonality", "float64"): ScaledTolerance(
+        100.0,
+        "expm's scaling and squaring does ~log2||S|| squarings of n-term sums: scale = n * max(1, ||S||_2)",
+    ),
+    ("schur_reconstruction", "float64"): ScaledTolerance(
+        100.0,
+        "real Schur form is backward stable: scale = n (sums of n terms, ||A||_2 = 1)",
+    ),
+    ("matrix_power", "float64"): ScaledTolerance(
+        100.0,
+        "each squaring doubles the error already in A^j, so it grows like k (not log k), and the block side "
+        "rounds the angle k*theta to eps * k*|theta|: scale = n * (1 + k)",
+    ),
+    ("dft_reconstruction", "float64"): ScaledTolerance(
+        10.0,
+        "an N-term sum of unit-modulus terms after an FFT (log N stages): scale = sqrt(N) * log2(2N) * max|K|",
+    ),
+    ("kernel_phase", "float64"): ScaledTolerance(
+        4.0,
+        "exp(l log lambda) rounds the phase l*theta to eps * l*|theta|, and the sum has N terms: per lag, "
+        "scale = (N + l * max|theta|) * sum_n |W_n| |lambda_n|^l",
+    ),
+    ("kernel_phase", "float32"): ScaledTolerance(
+        4.0,
+        "as for float64 with eps(float32); l*theta itself is rounded in float32, so the error grows like l",
+    ),
+    ("conjugate_pairing", "float64"): ScaledTolerance(
+        100.0,
+        "each eigenvalue exp(-exp(nu_log) + i exp(theta_log)) is rounded to a few eps; N of them are matched: scale = N",
+    ),
+    ("recurrence_equality", "float64"): ScaledTolerance(
+        100.0,
+        "two float64 recursions of T steps, each step an N-term sum: scale = T * N * max|y|",
+    ),
+    ("expectation_recursion", "float64"): ScaledTolerance(
+        100.0,
+        "T steps of a covariance recursion, each rounding once per entry: scale = T * N",
+    ),
+}
+
+def scaled_tolerance(kind: str, dtype: str, scale: float) -> float:
+    """The allowed error for a comparison of `kind` in `dtype` at the given scale (see SCALED)."""
+    entry = SCALED[(kind, dtype)]
+    return entry.factor * float(np.finfo(np.dtype(dtype)).eps) * float(scale)

@@ -29,6 +29,8 @@ import scipy.linalg
 import scipy.optimize
 import sympy as sp
 
+from linrnn.impls.config import LRUConfig
+from linrnn.impls.init import init
 from linrnn.impls.errors import LinrnnError
 from linrnn.theory.records import (
     ClaimResult,
@@ -174,15 +176,9 @@ def conjugate_completion(params: Mapping[str, np.ndarray]) -> dict[str, np.ndarr
 
 
 def lru_ring_init(N: int, H: int, *, r_min: float, r_max: float, max_phase: float, seed: int) -> dict[str, np.ndarray]:
-    """The LRU's ring initialisation (MODELS.md), float64, for the measurements here."""
-    rng = np.random.default_rng(seed)
-    u1, u2 = rng.uniform(size=N), rng.uniform(size=N)
-    nu_log = np.log(-0.5 * np.log(u1 * (r_max**2 - r_min**2) + r_min**2))
-    lam_sq = np.exp(-2.0 * np.exp(nu_log))
-    return {"nu_log": nu_log, "theta_log": np.log(max_phase * u2), "gamma_log": 0.5 * np.log1p(-lam_sq),
-            "B_re": rng.standard_normal((N, H)) / np.sqrt(2 * H), "B_im": rng.standard_normal((N, H)) / np.sqrt(2 * H),
-            "C_re": rng.standard_normal((H, N)) / np.sqrt(N), "C_im": rng.standard_normal((H, N)) / np.sqrt(N),
-            "D": rng.standard_normal(H)}
+    """The LRU's ring initialisation (MODELS.md), float64: the project's one, `linrnn.impls.init`."""
+    cfg = LRUConfig(d_model=H, d_state=N, r_min=r_min, r_max=r_max, max_phase=max_phase)
+    return dict(init(cfg, seed).params)
 
 
 def derive_r9(quick: bool = False, seed: int = 9) -> ClaimResult:

@@ -1,4 +1,6 @@
-"""Result records for the derivations, the one zero-test SymPy uses, and the numeric tolerance table.
+"""Result records for the derivations, and the one zero-test SymPy uses.
+
+Numeric checks use the project's one tolerance table (`linrnn.impls.tolerance`, its `SCALED` part).
 
 A derivation returns a `ClaimResult`: the claim id from CLAIMS.md, the assumptions, the steps of the
 derivation (each a SymPy expression rendered once to LaTeX, presentation MathML and plain text), the
@@ -24,73 +26,17 @@ import numpy as np
 import sympy as sp
 from sympy.printing.mathml import mathml
 
+from linrnn.impls.tolerance import SCALED as TOLERANCES  # the project's one table: identities part
+from linrnn.impls.tolerance import scaled_tolerance as tolerance
+
 VERDICTS = ("proved", "verified", "fails")
 
 _MATHML_OPEN = '<math xmlns="http://www.w3.org/1998/Math/MathML" display="block">'
 
 
-# ---------------------------------------------------------------------------------------------
-# Tolerances: one table, keyed by (kind of comparison, dtype), each with the reason for its size.
-# A tolerance is `factor * eps(dtype) * scale`; the caller passes the scale the reason names.
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class Tolerance:
-    factor: float  # multiple of eps(dtype) * scale
-    reason: str  # why the error is expected to grow with `scale`
-
-
-TOLERANCES: dict[tuple[str, str], Tolerance] = {
-    ("expm_orthogonality", "float64"): Tolerance(
-        100.0,
-        "expm's scaling and squaring does ~log2||S|| squarings of n-term sums: scale = n * max(1, ||S||_2)",
-    ),
-    ("schur_reconstruction", "float64"): Tolerance(
-        100.0,
-        "real Schur form is backward stable: scale = n (sums of n terms, ||A||_2 = 1)",
-    ),
-    ("matrix_power", "float64"): Tolerance(
-        100.0,
-        "each squaring doubles the error already in A^j, so it grows like k (not log k), and the block side "
-        "rounds the angle k*theta to eps * k*|theta|: scale = n * (1 + k)",
-    ),
-    ("dft_reconstruction", "float64"): Tolerance(
-        10.0,
-        "an N-term sum of unit-modulus terms after an FFT (log N stages): scale = sqrt(N) * log2(2N) * max|K|",
-    ),
-    ("kernel_phase", "float64"): Tolerance(
-        4.0,
-        "exp(l log lambda) rounds the phase l*theta to eps * l*|theta|, and the sum has N terms: per lag, "
-        "scale = (N + l * max|theta|) * sum_n |W_n| |lambda_n|^l",
-    ),
-    ("kernel_phase", "float32"): Tolerance(
-        4.0,
-        "as for float64 with eps(float32); l*theta itself is rounded in float32, so the error grows like l",
-    ),
-    ("conjugate_pairing", "float64"): Tolerance(
-        100.0,
-        "each eigenvalue exp(-exp(nu_log) + i exp(theta_log)) is rounded to a few eps; N of them are matched: scale = N",
-    ),
-    ("recurrence_equality", "float64"): Tolerance(
-        100.0,
-        "two float64 recursions of T steps, each step an N-term sum: scale = T * N * max|y|",
-    ),
-    ("expectation_recursion", "float64"): Tolerance(
-        100.0,
-        "T steps of a covariance recursion, each rounding once per entry: scale = T * N",
-    ),
-}
-
 # Signal smaller than this (relative to the lag-0 response) cannot change a float32 sum; used as the
 # threshold for "a signal survives L steps" in D2.
 SURVIVAL_THRESHOLD = float(np.finfo(np.float32).eps)
-
-
-def tolerance(kind: str, dtype: str, scale: float) -> float:
-    """The allowed error for a comparison of `kind` in `dtype` at the given scale (see TOLERANCES)."""
-    entry = TOLERANCES[(kind, dtype)]
-    return entry.factor * float(np.finfo(np.dtype(dtype)).eps) * float(scale)
 
 
 # ---------------------------------------------------------------------------------------------
