@@ -4,7 +4,7 @@ A checkpoint written by the PyTorch side can be read by the JAX side and vice ve
 float64 arrays only,
 
     model.<key>     the model bundle's arrays (MODELS.md keys)
-    opt.m.<key>     AdamW first moment of that parameter
+    opt.m.<key>     AdamW first moment of that parameter (trainable keys: not BatchNorm statistics)
     opt.v.<key>     AdamW second moment
     opt.count       (), the number of optimiser updates so far
     __meta__        JSON: schema version, the model config, the train config, the step
@@ -70,8 +70,9 @@ def load(path: str | os.PathLike) -> Checkpoint:
     config = config_from_dict(meta["model_config"], where=f"{path}: model_config")
     bundle = Bundle(config, {k[len("model."):]: v for k, v in arrays.items() if k.startswith("model.")})
     optimizer = {k[len("opt."):]: v for k, v in arrays.items() if k.startswith("opt.")}
-    expected = {f"{m}.{k}" for m in ("m", "v") for k in bundle.params} | {"count"}
-    if set(optimizer) != expected:
-        missing = sorted(expected - set(optimizer))[:3]
-        raise LinrnnError(f"{path}: optimizer state does not match the model (missing e.g. {missing})")
+    moments = {k for k in optimizer if k != "count"}
+    keys = {k.split(".", 1)[1] for k in moments}
+    if "count" not in optimizer or moments != {f"{m}.{k}" for m in ("m", "v") for k in keys} \
+            or not keys <= set(bundle.params):
+        raise LinrnnError(f"{path}: the optimizer state does not match the model's parameters")
     return Checkpoint(int(meta["step"]), bundle, optimizer, meta["train_config"])

@@ -1,5 +1,6 @@
 """`linrnn tasks ...`: the command line of the tasks area.
 
+    linrnn train [--config FILE] [--task shift --model dlr --backend torch --length 256 --steps N ...] [--out DIR] [--resume]
     linrnn tasks sample --task NAME --length L [--batch B] [--seed S] --out FILE.npz [--dtype float32|float64]
 
 writes one batch (batch 0 of the stream of seed S) as `inputs`, `targets` and `mask` arrays in an
@@ -10,6 +11,7 @@ writes one batch (batch 0 of the stream of seed S) as `inputs`, `targets` and `m
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import numpy as np
 
@@ -23,6 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     commands = parser.add_subparsers(dest="tasks_command", metavar="SUBCOMMAND")
     commands.required = True
     register_sample(commands)
+    register_train(subparsers)
 
 
 def register_sample(commands: argparse._SubParsersAction) -> None:
@@ -40,6 +43,62 @@ def register_sample(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, help="the .npz file to write (overwritten)")
     parser.add_argument("--dtype", default="float32", help=f"one of: {', '.join(DTYPES)} (default float32)")
     parser.set_defaults(func=run_sample)
+
+
+def register_train(subparsers: argparse._SubParsersAction) -> None:
+    """Add `linrnn train`: every TrainConfig field is a flag (`--d-model 64`); `--config FILE` reads JSON
+    first and flags override it. Values are read as text and checked, so a bad one names its field."""
+    from linrnn.tasks.config import TrainConfig
+
+    parser = subparsers.add_parser("train", help="train a model on a task with the torch or the jax side",
+                                   description="Train one run; writes config.json, metrics.jsonl, "
+                                               "checkpoint.npz and results.json to --out.")
+    parser.add_argument("--config", default=None, help="a JSON file of TrainConfig fields")
+    parser.add_argument("--out", default=None, help="run directory (default runs/TASK-MODEL-BACKEND-sSEED)")
+    parser.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    for f in dataclasses.fields(TrainConfig):
+        parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, default=None,
+                            help=f"{f.name} (default {f.default!r})")
+    parser.set_defaults(func=run_train)
+
+
+def _parse_field(name: str, text: str, default):
+    """Read a flag's text as the type of its field's default (None-able fields accept 'none')."""
+    flag = "--" + name.replace("_", "-")
+    if text.lower() in ("none", "null") and (default is None or name in ("recurrence_lr", "grad_clip", "mode")):
+        return None
+    if isinstance(default, bool):
+        if text.lower() not in ("true", "false"):
+            raise LinrnnError(f"{flag}: expected true or false, found {text!r}")
+        return text.lower() == "true"
+    if isinstance(default, int):
+        return _integer(flag, text)
+    if isinstance(default, float) or name in ("recurrence_lr", "grad_clip"):
+        try:
+            return float(text)
+        except ValueError:
+            raise LinrnnError(f"{flag}: expected a number, found {text!r}") from None
+    return text
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from linrnn.tasks.config import TrainConfig
+    from linrnn.tasks.train import train
+
+    values = TrainConfig.from_file(args.config).to_dict() if args.config else {}
+    for f in dataclasses.fields(TrainConfig):
+        text = getattr(args, f.name)
+        if text is not None:
+            values[f.name] = _parse_field(f.name, text, f.default)
+    config = TrainConfig.from_dict(values)
+    out = args.out or f"runs/{config.task}-{config.model}-{config.backend}-s{config.seed}"
+    result = train(config, out, resume=args.resume, progress=not args.quiet)
+    final = result.evaluations[-1] if result.evaluations else {}
+    metrics = ", ".join(f"{k} {v:.4g}" for k, v in final.items() if k != "step")
+    print(f"{config.task} {config.model} {config.backend}: {result.steps_done} steps, "
+          f"{1e3 * result.seconds_per_step:.1f} ms/step; {metrics}; results in {out}")
+    return 0
 
 
 def _integer(flag: str, text: str) -> int:

@@ -61,6 +61,7 @@ class TrainConfig:
     checkpoint_every: int = 100    # save a resumable checkpoint every so many steps (and at the end)
     seed: int = 0                  # the task's stream, the initialisation and the dropout masks
     backend: str = "torch"         # torch or jax
+    mode: str | None = None        # the mixers' computation mode (None: conv for DLR, scan otherwise)
     dtype: str = "float32"         # float32 or float64
 
     def __post_init__(self) -> None:
@@ -87,6 +88,8 @@ class TrainConfig:
             fail("backend", f"one of {', '.join(BACKENDS)}")
         if self.dtype not in ("float32", "float64"):
             fail("dtype", "float32 or float64")
+        if self.mode is not None and self.mode not in ("scan", "sequential", "conv"):
+            fail("mode", "scan, sequential, conv or null")
         if self.norm not in ("layer", "batch"):
             fail("norm", "layer or batch")
         if self.schedule not in ("cosine", "constant"):
@@ -109,6 +112,10 @@ class TrainConfig:
         spec = TASKS[self.task]
         integer("length", spec.min_length)
         self.model_config()  # the mixer's own checks (even RotRNN state, ranges of the init)
+
+    @property
+    def compute_mode(self) -> str:
+        return self.mode or ("conv" if self.model == "dlr" else "scan")
 
     def mixer_config(self):
         if self.model == "rotrnn":

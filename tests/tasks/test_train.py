@@ -1,0 +1,101 @@
+"""The training stack: exact resume, torch == jax in float64, the divergence guard, every task runs."""
+
+import json
+
+import numpy as np
+import pytest
+
+from linrnn.impls.errors import LinrnnError
+from linrnn.impls.tolerance import assert_close
+from linrnn.reports.cli import main
+from linrnn.tasks import checkpoint
+from linrnn.tasks.config import TrainConfig
+from linrnn.tasks.synthetic import TASKS
+from linrnn.tasks.train import TrainingDiverged, train
+
+SMALL = dict(length=16, d_model=8, d_state=8, heads=2, batch_size=3, eval_batches=1, dtype="float64")
+
+
+def config(**overrides) -> TrainConfig:
+    return TrainConfig(**{**SMALL, "task": "shift", "model": "lru", "steps": 6, "eval_every": 3,
+                          "checkpoint_every": 2, "warmup_steps": 2, "lr": 3e-3, "recurrence_lr": 1e-3,
+                          "weight_decay": 0.05, "grad_clip": 0.5, **overrides})
+
+
+@pytest.mark.parametrize("backend, model", [("torch", "rotrnn"), ("jax", "dlr")])
+def test_interrupted_and_resumed_run_ends_with_the_same_bundle(tmp_path, backend, model):
+    cfg = config(backend=backend, model=model, dropout=0.1 if backend == "torch" else 0.0)
+    whole = train(cfg, tmp_path / "whole", progress=False)
+    first = train(cfg, tmp_path / "split", stop_after=3, progress=False)
+    assert first.steps_done == 3 and not (tmp_path / "split" / "results.json").exists()
+    rest = train(cfg, tmp_path / "split", resume=True, progress=False)
+    assert rest.steps_done == 6
+    assert rest.bundle.digest() == whole.bundle.digest()
+    assert first.losses + rest.losses == whole.losses
+    log = [json.loads(line) for line in (tmp_path / "split" / "metrics.jsonl").read_text().splitlines()]
+    assert [e["step"] for e in log if "loss" in e] == [1, 2, 3, 4, 5, 6]
+
+
+def test_torch_and_jax_take_the_same_steps_in_float64(tmp_path):
+    runs = {b: train(config(backend=b, model="rotrnn", norm="batch"), tmp_path / b, progress=False)
+            for b in ("torch", "jax")}
+    assert_close("training losses", runs["torch"].losses, runs["jax"].losses, "gradient", "float64", 16)
+    for key, value in runs["torch"].bundle.params.items():
+        assert_close(f"{key} after 6 steps", value, runs["jax"].bundle.params[key], "gradient", "float64", 16)
+    ckpt = {b: checkpoint.load(tmp_path / b / "checkpoint.npz") for b in runs}
+    for key, value in ckpt["torch"].optimizer.items():
+        assert_close(f"optimizer {key}", value, ckpt["jax"].optimizer[key], "gradient", "float64", 16)
+
+
+def test_a_poisoned_batch_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path):
+    cfg = config(backend="torch", checkpoint_every=1)
+    with pytest.raises(TrainingDiverged, match="step 3: the training loss is nan; stopped before updating"):
+        train(cfg, tmp_path, poison_step=3, progress=False)
+    kept = checkpoint.load(tmp_path / "checkpoint.npz")
+    assert kept.step == 3 and all(np.all(np.isfinite(v)) for v in kept.bundle.params.values())
+    resumed = train(cfg, tmp_path, resume=True, progress=False)
+    assert resumed.steps_done == 6 and np.isfinite(resumed.losses).all()
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_a_tiny_run_of_every_task_completes(tmp_path, task):
+    length = max(TASKS[task].min_length, 8)
+    cfg = TrainConfig(task=task, length=length, model="dlr", d_model=4, d_state=4, steps=2, eval_every=2,
+                      checkpoint_every=2, batch_size=2, eval_batches=1)
+    result = train(cfg, tmp_path, progress=False)
+    record = json.loads((tmp_path / "results.json").read_text())
+    assert record["steps"] == 2 and len(record["train_loss"]) == 2 and record["final"]["step"] == 2
+    assert np.isfinite(result.losses).all() and set(record["final"]) == {"step", "mse", "r2"}
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"task": "copy"}, "task: expected one of shift, "),
+    ({"d_model": -4}, "d_model: expected an integer >= 1, found -4"),
+    ({"length": 4}, "length: expected an integer >= 8, found 4"),
+    ({"model": "s4"}, "model: expected one of rotrnn, lru, dlr, found 's4'"),
+    ({"backend": "tf"}, "backend: expected one of torch, jax, found 'tf'"),
+    ({"lr": float("nan")}, "lr: expected a number in"),
+    ({"model": "rotrnn", "d_state": 3}, "RotRNNConfig.d_state: expected an even state size"),
+    ({"mode": "step"}, "mode: expected scan, sequential, conv or null"),
+])
+def test_bad_configs_fail_before_any_work_and_name_the_field(overrides, message):
+    with pytest.raises(LinrnnError, match=message.replace("(", r"\(")):
+        TrainConfig(**{**SMALL, **overrides})
+
+
+def test_resume_with_another_config_is_refused(tmp_path):
+    train(config(backend="torch", steps=2), tmp_path, progress=False)
+    with pytest.raises(LinrnnError, match="made with another config \\(differs in lr\\)"):
+        train(config(backend="torch", steps=2, lr=1.0), tmp_path, resume=True, progress=False)
+
+
+def test_train_command_line(tmp_path, capsys):
+    cfg_file = tmp_path / "run.json"
+    cfg_file.write_text(json.dumps({**SMALL, "task": "cumsum", "model": "dlr", "steps": 2, "eval_every": 2}))
+    assert main(["train", "--config", str(cfg_file), "--lr", "0.01", "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    assert "cumsum dlr torch: 2 steps" in capsys.readouterr().out
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["lr"] == 0.01
+    assert main(["train", "--task", "shift", "--length", "3", "--out", str(tmp_path / "x")]) == 2
+    assert capsys.readouterr().err.strip() == "linrnn train: error: length: expected an integer >= 8, found 3"
+    assert main(["train", "--steps", "ten"]) == 2
+    assert "--steps: expected an integer, found 'ten'" in capsys.readouterr().err
