@@ -1,0 +1,197 @@
+"""DLR, JAX (Gupta, Mehta, Berant 2022; MODELS.md): N eigenvalues shared by H channels, depthwise.
+
+    lambda_n  = exp(-a_n^2 + i theta_n)
+    x_{t,h,n} = lambda_n x_{t-1,h,n} + u_{t,h}                 (recurrent view, state H x N)
+    K_{h,l}   = Re(sum_n W_{h,n} lambda_n^l),  l < L_k          (kernel view, L_k = min(max_kernel_length, L))
+    y_{t,h}   = sum_{l<=t, l<L_k} K_{h,l} u_{t-l,h} + D_h u_{t,h}
+    bidirectional:  y_t += sum_{j>=0} K^rev_j u_{t+1+j}   (future only; lag 0 counted once, causally)
+
+Routes per mode (one sequence here; `layer.apply` vmaps over the batch):
+
+* `sequential`: `lax.scan` over the (H N) state with the read-out Re(W x_t) inside the step, so the
+  (L H N) trajectory is never stored;
+* `scan`: chunkwise (chunks of T = `CHUNK` positions): inside a chunk the output is a dense causal
+  T x T Toeplitz product with the first T kernel taps; across chunks a short `lax.scan` carries the
+  (H N) state S_c = lambda^T S_{c-1} + sum_tau lambda^(T-1-tau) u_tau, read out as
+  Re(sum_n W_{h,n} lambda_n^(t+1) S_{c-1,h,n}). All but the carry scan are GEMMs. An associative scan
+  would store (L H N) and a plain two-level scan the same; this route stores (L/T H N);
+* `conv`: the kernel K computed as Re(exp(l log lambda) W^T) in chunks of `KERNEL_CHUNK` lags
+  (`lax.map`; never an N x L matrix), then a zero-padded real FFT of length >= L + L_k;
+* `step`: one position, O(H N).
+
+The recurrent views (sequential, scan, step) equal the kernel view only while L <= L_k; `layer`
+refuses them otherwise, like the reference. `conv` takes no initial state and returns none.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, NamedTuple, Optional
+
+import jax.numpy as jnp
+from jax import lax
+
+from linrnn.impls.config import DLRConfig
+from linrnn.impls.jax.scan import causal_fft_conv, powers
+
+Params = Mapping[str, jnp.ndarray]
+
+CHUNK = 64          # T of the chunkwise scan: T^2 H (intra) against L/T sequential carries
+KERNEL_CHUNK = 256  # lags per block when computing the kernel: a (KERNEL_CHUNK N) block at a time
+
+
+class DLRSystem(NamedTuple):
+    """A materialised DLR layer."""
+
+    log_lam: jnp.ndarray              # (N,) complex   -a^2 + i theta
+    W_re: jnp.ndarray                 # (H N)
+    W_im: jnp.ndarray                 # (H N)
+    D: jnp.ndarray                    # (H,)
+    W_re_rev: Optional[jnp.ndarray]   # (H N) or None
+    W_im_rev: Optional[jnp.ndarray]   # (H N) or None
+
+
+def materialise(p: Params, cfg: DLRConfig) -> DLRSystem:
+    log_lam = lax.complex(-p["a"] ** 2, p["theta"])
+    rev = (p["W_re_rev"], p["W_im_rev"]) if cfg.bidirectional else (None, None)
+    return DLRSystem(log_lam, p["W_re"], p["W_im"], p["D"], *rev)
+
+
+def kernel_length(cfg: DLRConfig, length: int) -> int:
+    """L_k = min(max_kernel_length, L)."""
+    return length if cfg.max_kernel_length is None else min(cfg.max_kernel_length, length)
+
+
+def state_shape(cfg: DLRConfig) -> tuple[int, ...]:
+    """The state of one sequence in the reference's convention: (H, N) complex."""
+    return (cfg.d_model, cfg.d_state)
+
+
+STATE_IS_COMPLEX = True
+
+
+def to_native(sys: DLRSystem, x: jnp.ndarray) -> jnp.ndarray:
+    return x
+
+
+def from_native(sys: DLRSystem, z: jnp.ndarray) -> jnp.ndarray:
+    return z
+
+
+# -- the kernel view ------------------------------------------------------------------------------
+
+def kernel(log_lam: jnp.ndarray, W_re: jnp.ndarray, W_im: jnp.ndarray, length: int) -> jnp.ndarray:
+    """K_{l,h} = Re(sum_n W_{h,n} lambda_n^l) for l < length, in blocks of KERNEL_CHUNK lags.     -> (length H)"""
+    def block(start, size):
+        p = powers(log_lam, start, size)                                  # (size N)
+        return p.real @ W_re.T - p.imag @ W_im.T                          # (size H)
+
+    if length <= KERNEL_CHUNK:
+        return block(0, length)
+    n_blocks = -(-length // KERNEL_CHUNK)
+    starts = jnp.arange(n_blocks, dtype=jnp.int32) * KERNEL_CHUNK
+    K = lax.map(lambda s: block(s, KERNEL_CHUNK), starts)                # (n_blocks KERNEL_CHUNK H)
+    return K.reshape(n_blocks * KERNEL_CHUNK, -1)[:length]
+
+
+def conv(sys: DLRSystem, cfg: DLRConfig, u: jnp.ndarray) -> jnp.ndarray:
+    """y = K * u + D u (+ the strictly anti-causal K^rev).     u (L H) -> y (L H)"""
+    L = u.shape[0]
+    Lk = kernel_length(cfg, L)
+    y = causal_fft_conv(kernel(sys.log_lam, sys.W_re, sys.W_im, Lk), u) + sys.D * u
+    if cfg.bidirectional:
+        # c_s = sum_j K^rev_j u_{L-1-(s-j)} on the reversed input; y_t += c_{L-2-t}, nothing at t = L-1
+        c = causal_fft_conv(kernel(sys.log_lam, sys.W_re_rev, sys.W_im_rev, Lk), u[::-1])  # (L H)
+        y = y + jnp.concatenate([c[: L - 1][::-1], jnp.zeros_like(u[:1])])
+    return y
+
+
+# -- the recurrent views ----------------------------------------------------------------------------
+
+def _loop(log_lam, W_re, W_im, u, x0, reverse=False):
+    """x_t = lambda x_{t-1} + u_t, read out as Re(W x_t) inside each step.     u (L H), x0 (H N) -> (L H), x_L"""
+    lam = jnp.exp(log_lam)
+
+    def body(x, u_t):
+        x = lam * x + u_t[:, None].astype(x.dtype)                        # (H N)
+        return x, jnp.sum(W_re * x.real - W_im * x.imag, axis=-1)         # (H,)
+
+    x_last, y = lax.scan(body, x0, u, reverse=reverse)
+    return y, x_last
+
+
+def _backward_inputs(u: jnp.ndarray) -> jnp.ndarray:
+    """u_{t+1} at position t (zero at the end): the backward state z_t = lambda z_{t+1} + u_{t+1}."""
+    return jnp.concatenate([u[1:], jnp.zeros_like(u[:1])])
+
+
+def sequential(sys: DLRSystem, cfg: DLRConfig, u: jnp.ndarray, x0: jnp.ndarray):
+    """One step at a time.     u (L H), x0 (H N) complex -> y (L H), x_L (H N)"""
+    y, x_last = _loop(sys.log_lam, sys.W_re, sys.W_im, u, x0)
+    y = y + sys.D * u
+    if cfg.bidirectional:
+        y_rev, _ = _loop(sys.log_lam, sys.W_re_rev, sys.W_im_rev, _backward_inputs(u), jnp.zeros_like(x0),
+                         reverse=True)
+        y = y + y_rev
+    return y, x_last
+
+
+def _chunkwise(log_lam, W_re, W_im, u, x0):
+    """The recurrence by chunks of T positions (see the module docstring).     u (L H), x0 (H N) -> (L H), x_L"""
+    L, H = u.shape
+    T = min(CHUNK, L)
+    C = -(-L // T)
+    pad = C * T - L
+    uc = jnp.pad(u, ((0, pad), (0, 0))).reshape(C, T, H)                  # (C T H)
+    p = powers(log_lam, 0, T + 1)                                         # (T+1 N)  lambda^0 .. lambda^T
+    # inside each chunk: y_t = sum_{s<=t} K_{t-s} u_s with the first T taps
+    K = p[:T].real @ W_re.T - p[:T].imag @ W_im.T                         # (T H)
+    lag = jnp.arange(T)[:, None] - jnp.arange(T)[None, :]                 # (T T)  t - s
+    toeplitz = jnp.where((lag >= 0)[..., None], K[jnp.clip(lag, 0, T - 1)], jnp.zeros((), u.dtype))  # (T T H)
+    y = jnp.einsum("tsh,csh->cth", toeplitz, uc)                          # (C T H)
+    # across chunks: S_c = lambda^T S_{c-1} + sum_tau lambda^(T-1-tau) u_{c,tau}
+    w = p[:T][::-1]                                                       # (T N)  lambda^(T-1-tau)
+    ends = lax.complex(jnp.einsum("tn,cth->chn", w.real, uc), jnp.einsum("tn,cth->chn", w.imag, uc))  # (C H N)
+    lam_T = p[T]
+
+    def carry(S, end):
+        return lam_T * S + end, S                                         # emit the state before the chunk
+
+    S_last, before = lax.scan(carry, x0, ends)                            # (H N), (C H N)
+    # read-out of the carried state: Re(sum_n W_{h,n} lambda_n^(t+1) S_{c-1,h,n})
+    q = p[1:]                                                             # (T N)  lambda^(t+1)
+    Q_re = W_re[None] * q.real[:, None] - W_im[None] * q.imag[:, None]    # (T H N)  Re(W lambda^(t+1))
+    Q_im = W_re[None] * q.imag[:, None] + W_im[None] * q.real[:, None]    # (T H N)  Im(W lambda^(t+1))
+    y = y + jnp.einsum("thn,chn->cth", Q_re, before.real) - jnp.einsum("thn,chn->cth", Q_im, before.imag)
+    y = y.reshape(C * T, H)[:L]
+    if pad:  # the padded tail moved S_last past x_L: restart from the state before the last chunk
+        r = T - pad
+        w_last = p[:r][::-1]                                              # (r N)  lambda^(r-1-tau)
+        tail = uc[-1, :r]                                                 # (r H)
+        S_last = p[r] * before[-1] + lax.complex(jnp.einsum("tn,th->hn", w_last.real, tail),
+                                                 jnp.einsum("tn,th->hn", w_last.imag, tail))
+    return y, S_last
+
+
+def scan(sys: DLRSystem, cfg: DLRConfig, u: jnp.ndarray, x0: jnp.ndarray):
+    """Chunkwise.     u (L H), x0 (H N) complex -> y (L H), x_L (H N)"""
+    y, x_last = _chunkwise(sys.log_lam, sys.W_re, sys.W_im, u, x0)
+    y = y + sys.D * u
+    if cfg.bidirectional:
+        y_rev, _ = _chunkwise(sys.log_lam, sys.W_re_rev, sys.W_im_rev, _backward_inputs(u)[::-1],
+                              jnp.zeros_like(x0))
+        y = y + y_rev[::-1]
+    return y, x_last
+
+
+def run(sys: DLRSystem, cfg: DLRConfig, u: jnp.ndarray, x0: jnp.ndarray, mode: str):
+    """One sequence by the route of `mode`.     u (L H), x0 (H N) or None for 'conv' -> y (L H), x_L or None"""
+    if mode == "conv":
+        return conv(sys, cfg, u), None
+    return (sequential if mode == "sequential" else scan)(sys, cfg, u, x0)
+
+
+def step(sys: DLRSystem, cfg: DLRConfig, u_t: jnp.ndarray, x: jnp.ndarray):
+    """One position.     u_t (H,), x (H N) -> y_t (H,), x (H N)"""
+    x = jnp.exp(sys.log_lam) * x + u_t[:, None].astype(x.dtype)
+    y_t = jnp.sum(sys.W_re * x.real - sys.W_im * x.imag, axis=-1) + sys.D * u_t
+    return y_t, x

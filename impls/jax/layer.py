@@ -1,0 +1,151 @@
+"""One mixer layer on a batch, JAX: the mode switch, the state boundary, and the checks.
+
+    apply(params, cfg, u, mode="scan", state=None) -> (y, state)     u (B L H) -> y (B L H)
+    step(params, cfg, u_t, state=None) -> (y_t, state)               u_t (B H) -> y_t (B H)
+
+`params` is a dict of jnp arrays keyed like the layer bundle (`params.from_bundle`); its dtype
+(float32 or float64) is the compute dtype, and the input and state are cast to it (complex64 or
+complex128 for complex states). The mixer modules work on one sequence; this module vmaps them once.
+
+Modes (MODES[0] is the default):
+
+* `scan`, `sequential`, `conv`: the routes documented in each mixer module;
+* `step`: the streaming function `step` folded over the positions with `lax.scan` (materialisation
+  hoisted out of the loop), so a whole sequence can be checked against the other modes.
+
+States in and out use the reference's conventions: RotRNN (B heads N) real in the original basis,
+LRU (B N) complex, DLR (B H N) complex; `state=None` means zeros. The returned state is the forward
+state after the last position, or None where there is none: bidirectional layers (which also refuse
+a state and `step`) and DLR's `conv`. DLR with `max_kernel_length` is defined by its truncated kernel:
+the recurrent modes need L <= max_kernel_length and no state, like the reference.
+
+`step` re-materialises the parameters on every call (RotRNN: an expm per head): O(1) in L, but a
+streaming loop over long inputs is faster with `apply(..., mode="step")` or a jitted loop of its own.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from linrnn.impls.config import DLRConfig, MixerConfig
+from linrnn.impls.errors import LinrnnError
+from linrnn.impls.jax import dlr, lru, rotrnn
+
+MODES = ("scan", "sequential", "conv", "step")
+MIXERS = {"rotrnn": rotrnn, "lru": lru, "dlr": dlr}
+
+Params = Mapping[str, jnp.ndarray]
+
+
+def complex_dtype(real) -> np.dtype:
+    return np.dtype(np.complex64) if np.dtype(real) == np.float32 else np.dtype(np.complex128)
+
+
+# -- checks (static: shapes, flags, the mode; they also run while an enclosing jit traces) ----------
+
+def check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise LinrnnError(f"mode: the jax backend has modes {', '.join(MODES)}, found {mode!r}")
+
+
+def check_call(cfg: MixerConfig, mode: str, u_shape: tuple, state, streaming: bool = False) -> None:
+    """Raise LinrnnError for a call that the layer does not define."""
+    check_mode(mode)
+    H = cfg.d_model
+    want = f"(B, {H})" if streaming else f"(B, L, {H})"
+    if len(u_shape) != (2 if streaming else 3) or u_shape[-1] != H or min(u_shape) < 1:
+        raise LinrnnError(f"input: expected shape {want} with B{'' if streaming else ', L'} >= 1, found {tuple(u_shape)}")
+    if cfg.bidirectional and mode == "step":
+        raise LinrnnError(f"mode: a bidirectional {cfg.kind} layer has no streaming step (its backward scan "
+                          f"needs the whole sequence); use mode scan, sequential or conv")
+    if cfg.bidirectional and state is not None:
+        raise LinrnnError(f"state: a bidirectional {cfg.kind} layer has no streaming state; call it without one")
+    if isinstance(cfg, DLRConfig):
+        L = 1 if streaming else u_shape[1]
+        if mode == "conv" and state is not None:
+            raise LinrnnError("state: DLR's mode conv starts from a zero state; use mode scan, sequential or step "
+                              "to pass a state")
+        if mode != "conv" and cfg.max_kernel_length is not None and (L > cfg.max_kernel_length or state is not None):
+            raise LinrnnError(f"mode: DLR with max_kernel_length={cfg.max_kernel_length} is defined by its truncated "
+                              f"kernel; mode {mode} holds only for L <= {cfg.max_kernel_length} from a zero state "
+                              f"(found L = {L}{', a given state' if state is not None else ''}): use mode conv")
+    if state is not None:
+        module = MIXERS[cfg.kind]
+        expected = (u_shape[0],) + module.state_shape(cfg)
+        if tuple(np.shape(state)) != expected:
+            raise LinrnnError(f"state: expected shape {expected} for a {cfg.kind} layer, found {tuple(np.shape(state))}")
+        if not module.STATE_IS_COMPLEX and jnp.iscomplexobj(state):
+            raise LinrnnError(f"state: a {cfg.kind} state is real (the original basis), found a complex array")
+
+
+# -- the batched layer -------------------------------------------------------------------------------
+
+@partial(jax.jit, static_argnames=("cfg",))
+def materialise(params: Params, cfg: MixerConfig):
+    """Raw parameters -> the mixer's system (eigenvalues, projections; RotRNN: its expm per head).
+
+    Compiled on its own (RotRNN's expm costs about 1 s of XLA compile time), so that the modes share it.
+    """
+    return MIXERS[cfg.kind].materialise(params, cfg)
+
+
+def _initial_native(module, sys, cfg: MixerConfig, state, batch: int, real):
+    """The state of every sequence in the mixer's native form.     -> (B ...) native"""
+    dtype = complex_dtype(real) if module.STATE_IS_COMPLEX else np.dtype(real)
+    x0 = jnp.zeros((batch,) + module.state_shape(cfg), dtype) if state is None else jnp.asarray(state).astype(dtype)
+    return jax.vmap(module.to_native, in_axes=(None, 0))(sys, x0)
+
+
+@partial(jax.jit, static_argnames=("cfg", "mode"))
+def _run(sys, cfg: MixerConfig, u: jnp.ndarray, mode: str, state):
+    module = MIXERS[cfg.kind]
+    z0 = _initial_native(module, sys, cfg, state, u.shape[0], u.dtype)   # (B ...)
+    if mode == "step":
+        one_position = jax.vmap(lambda u_t, z: module.step(sys, cfg, u_t, z))
+
+        def body(z, u_t):
+            y_t, z = one_position(u_t, z)
+            return z, y_t
+
+        z_last, y = lax.scan(body, z0, jnp.swapaxes(u, 0, 1))             # (B ...), (L B H)
+        y = jnp.swapaxes(y, 0, 1)
+    else:
+        y, z_last = jax.vmap(lambda u1, z: module.run(sys, cfg, u1, z, mode))(u, z0)
+    if cfg.bidirectional or z_last is None:
+        return y, None
+    return y, jax.vmap(module.from_native, in_axes=(None, 0))(sys, z_last)
+
+
+def apply(params: Params, cfg: MixerConfig, u: jnp.ndarray, mode: str = "scan", state=None):
+    """The layer on a batch.
+
+    params  dict of arrays keyed like the layer bundle, one real dtype (the compute dtype)
+    u       (B L H) real                       the input sequences (cast to the compute dtype)
+    mode    one of MODES
+    state   None, or the forward state before u in the reference's convention (see module docstring)
+    -> y (B L H) in the compute dtype, and the forward state after the last position (or None)
+    """
+    check_call(cfg, mode, np.shape(u), state)
+    u = jnp.asarray(u).astype(params["D"].dtype)
+    return _run(materialise(params, cfg), cfg, u, mode, state)
+
+
+@partial(jax.jit, static_argnames=("cfg",))
+def _step(sys, cfg: MixerConfig, u_t: jnp.ndarray, state):
+    module = MIXERS[cfg.kind]
+    z = _initial_native(module, sys, cfg, state, u_t.shape[0], u_t.dtype)
+    y_t, z = jax.vmap(lambda u1, z1: module.step(sys, cfg, u1, z1))(u_t, z)
+    return y_t, jax.vmap(module.from_native, in_axes=(None, 0))(sys, z)
+
+
+def step(params: Params, cfg: MixerConfig, u_t: jnp.ndarray, state=None):
+    """One position of a stream: u_t (B H), state (reference convention) or None -> y_t (B H), state."""
+    check_call(cfg, "step", np.shape(u_t), state, streaming=True)
+    u_t = jnp.asarray(u_t).astype(params["D"].dtype)
+    return _step(materialise(params, cfg), cfg, u_t, state)

@@ -1,0 +1,64 @@
+"""LRU, JAX (Orvieto et al. 2023; MODELS.md): a complex diagonal recurrence, run as `diagonal.Diagonal`.
+
+    lambda_j = exp(-exp(nu_log_j) + i exp(theta_log_j))
+    x_t      = lambda * x_{t-1} + exp(gamma_log) * (B u_t),      x_0 = 0,   B = B_re + i B_im
+    y_t      = Re(C x_t) + D * u_t,                               C = C_re + i C_im
+    bidirectional:  y_t += Re(C_rev x_bwd_t),  x_bwd_t = lambda x_bwd_{t+1} + exp(gamma_log) B u_t
+
+Routes per mode (`scan.py`, `diagonal.py`); the state is the reference's, (N,) complex per sequence:
+
+* `sequential`: `lax.scan` over the complex lanes;
+* `scan`: `lax.associative_scan` (the PyTorch side uses a chunked two-level scan);
+* `conv`: FFT convolution in the state domain, x = (lambda^l)_l * (gamma B u), then Re(C x). The
+  reference convolves u with the H x H kernel K_l = Re(C diag(lambda^l gamma) B) instead: same kernel,
+  factored through the diagonal (B L N work instead of L H^2). It also returns the final state and
+  accepts an initial one (x_t += lambda^(t+1) x0);
+* `step`: one position, O(N H).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import jax.numpy as jnp
+from jax import lax
+
+from linrnn.impls.config import LRUConfig
+from linrnn.impls.jax import diagonal
+
+Params = Mapping[str, jnp.ndarray]
+
+
+def materialise(p: Params, cfg: LRUConfig) -> diagonal.Diagonal:
+    """Raw parameters -> the diagonal system: log lambda, gamma B, C (and C_rev)."""
+    log_lam = lax.complex(-jnp.exp(p["nu_log"]), jnp.exp(p["theta_log"]))   # (N,)
+    gamma = jnp.exp(p["gamma_log"])[:, None]                                   # (N 1)
+    rev = (p["C_re_rev"], p["C_im_rev"]) if cfg.bidirectional else (None, None)
+    return diagonal.Diagonal(log_lam, gamma * p["B_re"], gamma * p["B_im"], p["C_re"], p["C_im"], p["D"], *rev)
+
+
+def state_shape(cfg: LRUConfig) -> tuple[int, ...]:
+    """The state of one sequence in the reference's convention: (N,) complex."""
+    return (cfg.d_state,)
+
+
+STATE_IS_COMPLEX = True
+
+
+def to_native(sys: diagonal.Diagonal, x: jnp.ndarray) -> jnp.ndarray:
+    """The reference's state is the lanes themselves.     (N,) -> (N,)"""
+    return x
+
+
+def from_native(sys: diagonal.Diagonal, z: jnp.ndarray) -> jnp.ndarray:
+    return z
+
+
+def run(sys: diagonal.Diagonal, cfg: LRUConfig, u: jnp.ndarray, z0: jnp.ndarray, mode: str):
+    """One sequence.     u (L H), z0 (N,) complex -> y (L H), z_L (N,)"""
+    return diagonal.run(sys, u, z0, mode, cfg.bidirectional)
+
+
+def step(sys: diagonal.Diagonal, cfg: LRUConfig, u_t: jnp.ndarray, z: jnp.ndarray):
+    """One position.     u_t (H,), z (N,) -> y_t (H,), z (N,)"""
+    return diagonal.step(sys, u_t, z)

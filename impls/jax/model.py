@@ -1,0 +1,161 @@
+"""The deep model of MODELS.md, JAX: evaluation (`forward`) and training (`forward_train`) passes.
+
+    encoder:  Linear(d_in -> H)  or  Embedding(vocab -> H)
+    block i:  z = norm(x); z = mixer(z); z = gelu(z); z = dropout(z);
+              z = glu(z) = (W1 z + b1) * sigmoid(W2 z + b2); z = dropout(z); x = x + z
+              (prenorm; postnorm: x = norm(x + mixer-path(x)))
+    head:     pool over time (mean over the valid positions | last valid position | none), Linear(H -> d_out)
+
+GELU is the exact erf form (`jax.nn.gelu(approximate=False)`; JAX's default is the tanh approximation).
+
+Training mode (`forward_train`) differs in two places:
+
+* dropout, time-shared: one Bernoulli mask of shape (B 1 H) per dropout site, the same at every time
+  step, kept entries scaled by 1/(1 - rate); two sites per block, keys split from the one given;
+* BatchNorm normalises with the batch statistics over all B x L positions (padding included, as
+  PyTorch's BatchNorm1d on (B H L) does) with the biased variance, and returns the updated running
+  statistics, PyTorch's rule with momentum 0.1: mean <- 0.9 mean + 0.1 batch_mean,
+  var <- 0.9 var + 0.1 batch_var * n/(n-1) (n = B L).
+
+`params` is a flat dict keyed like the model bundle; its dtype is the compute dtype.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Mapping
+
+import jax
+import jax.numpy as jnp
+
+from linrnn.impls.bundle import sub_params
+from linrnn.impls.config import ModelConfig
+from linrnn.impls.errors import LinrnnError
+from linrnn.impls.jax import layer
+
+BATCHNORM_MOMENTUM = 0.1  # PyTorch's default, which the authors' training code keeps
+
+Params = Mapping[str, jnp.ndarray]
+
+
+def gelu(x: jnp.ndarray) -> jnp.ndarray:
+    return jax.nn.gelu(x, approximate=False)
+
+
+def layer_norm(x: jnp.ndarray, scale, bias, eps: float) -> jnp.ndarray:
+    """Normalise over H (biased variance).     x (B L H)"""
+    mean = jnp.mean(x, axis=-1, keepdims=True)
+    var = jnp.mean((x - mean) ** 2, axis=-1, keepdims=True)
+    return (x - mean) / jnp.sqrt(var + eps) * scale + bias
+
+
+def batch_norm(x: jnp.ndarray, scale, bias, mean, var, eps: float) -> jnp.ndarray:
+    """Normalise each of the H features with the given statistics.     x (B L H), mean, var (H,)"""
+    return (x - mean) / jnp.sqrt(var + eps) * scale + bias
+
+
+def norm(p: Params, cfg: ModelConfig, x: jnp.ndarray, train: bool):
+    """-> (normalised x, updated running statistics {'norm.mean', 'norm.var'} or {})"""
+    if cfg.norm == "layer":
+        return layer_norm(x, p["norm.scale"], p["norm.bias"], cfg.norm_eps), {}
+    if not train:
+        return batch_norm(x, p["norm.scale"], p["norm.bias"], p["norm.mean"], p["norm.var"], cfg.norm_eps), {}
+    n = x.shape[0] * x.shape[1]
+    mean = jnp.mean(x, axis=(0, 1))                                       # (H,)
+    var = jnp.mean((x - mean) ** 2, axis=(0, 1))                          # (H,) biased
+    unbiased = var * (n / max(n - 1, 1))
+    m = BATCHNORM_MOMENTUM
+    stats = {"norm.mean": (1 - m) * p["norm.mean"] + m * mean, "norm.var": (1 - m) * p["norm.var"] + m * unbiased}
+    return batch_norm(x, p["norm.scale"], p["norm.bias"], mean, var, cfg.norm_eps), stats
+
+
+def glu(p: Params, z: jnp.ndarray) -> jnp.ndarray:
+    """(W1 z + b1) * sigmoid(W2 z + b2).     z (B L H)"""
+    return (z @ p["glu.W1"].T + p["glu.b1"]) * jax.nn.sigmoid(z @ p["glu.W2"].T + p["glu.b2"])
+
+
+def dropout(z: jnp.ndarray, rate: float, key) -> jnp.ndarray:
+    """Time-shared dropout: one mask (B 1 H) for every position.     z (B L H)"""
+    keep = jax.random.bernoulli(key, 1.0 - rate, (z.shape[0], 1, z.shape[2]))
+    return jnp.where(keep, z / (1.0 - rate), jnp.zeros((), z.dtype))
+
+
+def block(p: Params, cfg: ModelConfig, x: jnp.ndarray, mode: str, train: bool, keys):
+    """One residual block.     x (B L H) -> (B L H), updated norm statistics"""
+    stats = {}
+    z = x
+    if cfg.prenorm:
+        z, stats = norm(p, cfg, x, train)
+    z, _ = layer.apply(sub_params(p, "mixer."), cfg.mixer, z, mode)
+    z = gelu(z)
+    if train and cfg.dropout > 0:
+        z = dropout(z, cfg.dropout, keys[0])
+    z = glu(p, z)
+    if train and cfg.dropout > 0:
+        z = dropout(z, cfg.dropout, keys[1])
+    x = x + z
+    if not cfg.prenorm:
+        x, stats = norm(p, cfg, x, train)
+    return x, stats
+
+
+def encode(p: Params, cfg: ModelConfig, inputs: jnp.ndarray) -> jnp.ndarray:
+    """(B L d_in) reals or (B L) token ids -> (B L H)"""
+    if cfg.vocab_size is not None:
+        if inputs.ndim != 2 or not jnp.issubdtype(inputs.dtype, jnp.integer):
+            raise LinrnnError(f"input: expected integer token ids of shape (B, L), found {inputs.dtype} {inputs.shape}")
+        return p["encoder.weight"][inputs]
+    if inputs.ndim != 3 or inputs.shape[-1] != cfg.d_input:
+        raise LinrnnError(f"input: expected shape (B, L, {cfg.d_input}), found {inputs.shape}")
+    W = p["encoder.weight"]
+    return inputs.astype(W.dtype) @ W.T + p["encoder.bias"]
+
+
+def pool(x: jnp.ndarray, lengths: jnp.ndarray, how: str) -> jnp.ndarray:
+    """(B L H) -> (B H) for 'mean' (valid positions only) and 'last' (last valid position); 'none' keeps (B L H)."""
+    if how == "none":
+        return x
+    if how == "last":
+        return x[jnp.arange(x.shape[0]), lengths - 1]
+    valid = (jnp.arange(x.shape[1], dtype=lengths.dtype)[None, :] < lengths[:, None]).astype(x.dtype)   # (B L)
+    return jnp.sum(x * valid[..., None], axis=1) / lengths[:, None].astype(x.dtype)
+
+
+def _forward(params: Params, cfg: ModelConfig, inputs, lengths, mode: str, train: bool, key):
+    layer.check_mode(mode)
+    if train and cfg.dropout > 0 and key is None:
+        raise LinrnnError(f"key: training with dropout {cfg.dropout} needs a PRNG key")
+    x = encode(params, cfg, inputs)                                       # (B L H)
+    if lengths is None:
+        lengths = jnp.full((x.shape[0],), x.shape[1], dtype=jnp.int32)
+    elif jnp.shape(lengths) != (x.shape[0],):
+        raise LinrnnError(f"lengths: expected shape ({x.shape[0]},), found {jnp.shape(lengths)}")
+    keys = jax.random.split(key, 2 * cfg.n_layers) if key is not None else [None] * (2 * cfg.n_layers)
+    running = {}
+    for i in range(cfg.n_layers):
+        prefix = f"layers.{i}."
+        x, stats = block(sub_params(params, prefix), cfg, x, mode, train, keys[2 * i: 2 * i + 2])
+        running.update({prefix + k: v for k, v in stats.items()})
+    out = pool(x, lengths, cfg.pooling) @ params["decoder.weight"].T + params["decoder.bias"]
+    return out, running
+
+
+@partial(jax.jit, static_argnames=("cfg", "mode"))
+def forward(params: Params, cfg: ModelConfig, inputs, lengths=None, mode: str = "scan") -> jnp.ndarray:
+    """Evaluation: the model's output, (B d_out) with pooling, (B L d_out) with pooling 'none'.
+
+    inputs   (B L d_in) real, or (B L) integer token ids with an embedding encoder
+    lengths  (B,) integers in [1, L]: the valid lengths for mean / last pooling; None: all full
+    mode     the mixers' mode (layer.MODES)
+    """
+    return _forward(params, cfg, inputs, lengths, mode, False, None)[0]
+
+
+@partial(jax.jit, static_argnames=("cfg", "mode"))
+def forward_train(params: Params, cfg: ModelConfig, inputs, key=None, lengths=None, mode: str = "scan"):
+    """Training: dropout (needs `key` when cfg.dropout > 0) and BatchNorm on batch statistics.
+
+    -> (output, running statistics): the updated `layers.{i}.norm.mean` / `.var` entries for
+    BatchNorm, to be merged into params by the trainer; {} for LayerNorm.
+    """
+    return _forward(params, cfg, inputs, lengths, mode, True, key)

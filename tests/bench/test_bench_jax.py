@@ -1,0 +1,22 @@
+"""Speed of one JAX layer forward, per mixer and mode (run with `pytest --benchmark`; skipped otherwise).
+
+B=8, H=128, N=128 (RotRNN: 16 heads of 8), L=4096, float32, on JAX's default device. The harness
+(`linrnn.impls.jax.bench.make_forward`) compiles and runs once before the timer; each timed call
+ends with `block_until_ready`. Never asserts on times.
+"""
+
+import pytest
+
+from linrnn.impls.jax.bench import KINDS, extra_info, make_forward
+from linrnn.impls.jax.layer import MODES
+
+SIZES = dict(B=8, L=4096, H=128, N=128, heads=16, dtype="float32")
+
+
+@pytest.mark.bench
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_layer_forward_speed(benchmark, kind, mode):
+    run = make_forward(kind, mode, **SIZES)
+    benchmark.extra_info.update(extra_info(kind, mode, **SIZES))
+    benchmark.pedantic(lambda: run().block_until_ready(), rounds=5, iterations=1, warmup_rounds=1)

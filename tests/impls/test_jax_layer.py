@@ -1,0 +1,191 @@
+"""The JAX layers: the paths that small random shapes do not reach, the dtypes, and every refusal.
+
+The properties (properties/test_jax_properties.py) compare every mixer x mode x dtype with the
+reference on small shapes; here: DLR's chunked scan and blocked kernel at lengths past their chunk
+sizes, the truncated DLR kernel, RotRNN with M ~ N(0, 1) against a 40-digit oracle, float32 computed
+in float32 throughout, and the LinrnnError of each bad call.
+"""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import mpmath
+import numpy as np
+import pytest
+
+from linrnn.impls.config import DLRConfig, LRUConfig, ModelConfig, RotRNNConfig
+from linrnn.impls.errors import LinrnnError
+from linrnn.impls.init import init
+from linrnn.impls.jax import apply_bundle, dlr, from_bundle, layer, model
+from linrnn.impls.reference import apply_mixer, spectral_radius
+from linrnn.impls.tolerance import assert_close
+
+rng = np.random.default_rng(0)
+SMALL = {"rotrnn": RotRNNConfig(d_model=2, d_state=2, heads=2), "lru": LRUConfig(d_model=2, d_state=3),
+         "dlr": DLRConfig(d_model=2, d_state=3)}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def strict_dtype_promotion():
+    with jax.numpy_dtype_promotion("strict"):
+        yield
+
+
+# -- DLR past its chunk sizes -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_dlr_chunkwise_scan_over_several_chunks_with_a_padded_tail(bidirectional):
+    L = 2 * dlr.CHUNK + 5
+    cfg = DLRConfig(d_model=2, d_state=3, bidirectional=bidirectional, dt_min=1e-3, dt_max=0.1)
+    bundle = init(cfg, 3)
+    u = rng.standard_normal((2, L, 2))
+    x0 = None if bidirectional else rng.standard_normal((2, 2, 3)) + 1j * rng.standard_normal((2, 2, 3))
+    y_ref, x_ref = apply_mixer(cfg, bundle.params, u, "sequential", x0)
+    y, x_last = layer.apply(from_bundle(bundle), cfg, u, "scan", None if x0 is None else jnp.asarray(x0))
+    r = spectral_radius(cfg, bundle.params)
+    assert_close("dlr chunkwise y", y_ref, y, "forward", "float64", L, r)
+    if not bidirectional:
+        assert_close("dlr chunkwise final state", x_ref, x_last, "state", "float64", L, r)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_dlr_kernel_computed_in_blocks_past_one_block(bidirectional):
+    L = dlr.KERNEL_CHUNK + 45
+    cfg = DLRConfig(d_model=2, d_state=3, bidirectional=bidirectional)
+    bundle = init(cfg, 4)
+    u = rng.standard_normal((1, L, 2))
+    y_ref, _ = apply_mixer(cfg, bundle.params, u, "conv")
+    y = apply_bundle(bundle, u, "conv")
+    assert_close("dlr blocked kernel y", y_ref, y, "forward", "float64", L, spectral_radius(cfg, bundle.params))
+
+
+def test_dlr_truncated_kernel_runs_only_as_a_convolution():
+    cfg = DLRConfig(d_model=2, d_state=3, bidirectional=True, max_kernel_length=4)
+    bundle = init(cfg, 5)
+    u = rng.standard_normal((2, 11, 2))
+    y_ref, _ = apply_mixer(cfg, bundle.params, u, "conv")
+    assert_close("dlr truncated y", y_ref, apply_bundle(bundle, u, "conv"), "forward", "float64", 11,
+                 spectral_radius(cfg, bundle.params))
+    for mode in ("scan", "sequential"):
+        with pytest.raises(LinrnnError, match="mode: DLR with max_kernel_length=4"):
+            apply_bundle(bundle, u, mode)
+    short = u[:, :4]   # L <= L_k: the recurrent view holds
+    assert_close("dlr truncated, short input", apply_mixer(cfg, bundle.params, short, "conv")[0],
+                 apply_bundle(bundle, short, "scan"), "forward", "float64", 4, spectral_radius(cfg, bundle.params))
+
+
+# -- RotRNN against an oracle more precise than the float64 reference -----------------------------------
+
+def test_rotrnn_with_unit_normal_M_matches_a_40_digit_oracle():
+    """With M ~ N(0, 1) (the default init) scipy's expm in the reference loses orthogonality by up to 1e-13;
+    this side (jax.scipy expm, complex pairs) stays at float64 accuracy against a 40-digit mpmath run."""
+    cfg = RotRNNConfig(d_model=3, d_state=4, heads=2, gamma_max=0.9999)
+    p = init(cfg, 1).params
+    u = rng.standard_normal((1, 7, 3))
+    mpmath.mp.dps = 40
+    x = [mpmath.zeros(4, 1) for _ in range(2)]
+    exact = np.zeros((7, 3))
+    for t in range(7):
+        for h in range(2):
+            M = mpmath.matrix(p["M"][h].tolist())
+            P = mpmath.expm(M - M.T)
+            gamma = mpmath.exp(-mpmath.exp(mpmath.mpf(p["gamma_log"][h])))
+            Theta = mpmath.zeros(4, 4)
+            for j in range(2):
+                c, s = mpmath.cos(mpmath.mpf(p["theta"][h, j])), mpmath.sin(mpmath.mpf(p["theta"][h, j]))
+                Theta[2 * j, 2 * j], Theta[2 * j, 2 * j + 1] = c, -s
+                Theta[2 * j + 1, 2 * j], Theta[2 * j + 1, 2 * j + 1] = s, c
+            Bh = mpmath.matrix(p["B"][h].tolist())
+            xi = mpmath.sqrt(1 - gamma**2) / mpmath.mnorm(Bh, "f")
+            x[h] = gamma * P * Theta * P.T * x[h] + xi * Bh * mpmath.matrix(u[0, t].tolist())
+        stacked = mpmath.matrix([v for h in range(2) for v in x[h]])
+        exact[t] = [float(v) for v in mpmath.matrix(p["C"].tolist()) * stacked] + p["D"] * u[0, t]
+    # one mode: the properties show every mode equal to the others
+    assert_close("rotrnn vs 40 digits", exact, apply_bundle(init(cfg, 1), u)[0], "forward", "float64", 7,
+                 spectral_radius(cfg, p))
+
+
+# -- dtypes -----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", list(SMALL))
+def test_float32_runs_compute_in_float32_throughout(kind):
+    """No float64 or complex128 value anywhere in the traced program of any mode."""
+    cfg = SMALL[kind]
+    params = from_bundle(init(cfg, 0), "float32")
+    u = jnp.asarray(rng.standard_normal((1, 3, 2)), dtype=jnp.float32)
+    for mode in layer.MODES:
+        program = jax.make_jaxpr(lambda p, u: layer.apply(p, cfg, u, mode))(params, u)
+        assert "f64" not in str(program) and "c128" not in str(program), f"{kind} {mode}: a 64-bit value"
+        y, *state = program.out_avals   # no state from DLR's conv
+        assert y.dtype == jnp.float32
+        assert all(s.dtype == (jnp.float32 if kind == "rotrnn" else jnp.complex64) for s in state)
+
+
+def test_float32_model_computes_in_float32():
+    cfg = ModelConfig(mixer=LRUConfig(d_model=4, d_state=3), d_input=2, norm="batch")
+    params = from_bundle(init(cfg, 0), "float32")
+    program = str(jax.make_jaxpr(lambda p, x: model.forward(p, cfg, x))(params, jnp.zeros((1, 3, 2), jnp.float32)))
+    assert "f64" not in program and "c128" not in program
+
+
+def test_apply_bundle_returns_a_float64_copy_of_a_float32_run():
+    bundle = init(SMALL["lru"], 0)
+    u = rng.standard_normal((1, 5, 2))
+    y32 = apply_bundle(bundle, u, "scan", "float32")
+    y64 = apply_bundle(bundle, u, "scan", "float64")
+    assert y32.dtype == np.float64 and y32.flags.writeable
+    assert not np.array_equal(y32, y64)   # rounded in float32: not the float64 numbers
+    assert_close("float32 vs float64", y64, y32, "forward", "float32", 5, spectral_radius(bundle.config, bundle.params))
+
+
+# -- refusals ----------------------------------------------------------------------------------------------
+
+def test_apply_bundle_rejects_bad_arguments_naming_the_field():
+    bundle = init(SMALL["lru"], 0)
+    u = rng.standard_normal((1, 4, 2))
+    cases = [
+        (dict(inputs=u, mode="fast"), "mode"),
+        (dict(inputs=u, dtype="float16"), "dtype"),
+        (dict(inputs=u, lengths=np.array([4])), "lengths"),
+        (dict(inputs=u[..., :1]), "input"),
+        (dict(inputs=np.full((1, 4, 2), np.nan)), "input"),
+        (dict(inputs=u[0]), "input"),
+    ]
+    for kwargs, field in cases:
+        with pytest.raises(LinrnnError, match=f"^{field}:"):
+            apply_bundle(bundle, **kwargs)
+    model = init(ModelConfig(mixer=LRUConfig(d_model=2, d_state=3), d_input=2), 0)
+    with pytest.raises(LinrnnError, match="^lengths:"):
+        apply_bundle(model, u, lengths=np.array([5]))
+    tokens = init(ModelConfig(mixer=LRUConfig(d_model=2, d_state=3), vocab_size=3), 0)
+    with pytest.raises(LinrnnError, match="^input:"):
+        apply_bundle(tokens, np.array([[0, 3]]))
+
+
+@pytest.mark.parametrize("kind", list(SMALL))
+def test_bidirectional_layers_have_no_streaming_state(kind):
+    cfg = dataclasses.replace(SMALL[kind], bidirectional=True)
+    bundle = init(cfg, 0)
+    params = from_bundle(bundle)
+    u = jnp.asarray(rng.standard_normal((1, 3, 2)))
+    with pytest.raises(LinrnnError, match="^mode: a bidirectional"):
+        apply_bundle(bundle, np.asarray(u), "step")
+    with pytest.raises(LinrnnError, match="^mode: a bidirectional"):
+        layer.step(params, cfg, u[:, 0])
+    _, state = layer.apply(from_bundle(init(SMALL[kind], 0)), SMALL[kind], u)
+    with pytest.raises(LinrnnError, match="^state: a bidirectional"):
+        layer.apply(params, cfg, u, "scan", state)
+
+
+def test_states_of_the_wrong_shape_or_kind_are_refused():
+    params = from_bundle(init(SMALL["rotrnn"], 0))
+    u = jnp.zeros((2, 3, 2))
+    with pytest.raises(LinrnnError, match=r"^state: expected shape \(2, 2, 2\)"):
+        layer.apply(params, SMALL["rotrnn"], u, "scan", jnp.zeros((2, 4)))
+    with pytest.raises(LinrnnError, match="^state: a rotrnn state is real"):
+        layer.apply(params, SMALL["rotrnn"], u, "scan", jnp.zeros((2, 2, 2), jnp.complex128))
+    with pytest.raises(LinrnnError, match="^state: DLR's mode conv"):
+        layer.apply(from_bundle(init(SMALL["dlr"], 0)), SMALL["dlr"], u, "conv", jnp.zeros((2, 2, 3), jnp.complex128))
+    with pytest.raises(LinrnnError, match="^input:"):
+        layer.step(params, SMALL["rotrnn"], u)
