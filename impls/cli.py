@@ -2,6 +2,7 @@
 
     linrnn params init --model {rotrnn,lru,dlr} [--layer-only] [sizes] --seed S --out FILE.npz
     linrnn params show FILE.npz
+    linrnn params convert --to {lru,rotrnn} IN.npz OUT.npz [--heads K]
     linrnn apply --params FILE.npz --input U.npy --out Y.npy [--backend B] [--mode M] [--dtype D] [--lengths N.npy]
 """
 
@@ -46,6 +47,15 @@ def register(subparsers) -> None:
     p = actions.add_parser("show", help="print a bundle's config and the shape of every key")
     p.add_argument("file")
     p.set_defaults(func=_params_show)
+
+    p = actions.add_parser("convert", help="convert a RotRNN layer bundle to an LRU one or back, with the same "
+                                           "outputs (claim R5)")
+    p.add_argument("--to", required=True, metavar="KIND", help="the target mixer: lru or rotrnn")
+    p.add_argument("--heads", type=int, default=None,
+                   help="--to rotrnn: heads sharing a modulus (default: one head of size 2 per LRU mode)")
+    p.add_argument("input", help="a layer bundle (.npz)")
+    p.add_argument("output", help="the .npz file to write")
+    p.set_defaults(func=_params_convert)
 
     p = subparsers.add_parser("apply", help="apply a layer or model bundle to an input with one backend")
     p.add_argument("--params", required=True, help="a bundle written by `linrnn params init`")
@@ -100,6 +110,24 @@ def _params_show(args: argparse.Namespace) -> int:
     for key, array in bundle.params.items():
         print(f"{key:<{width}}  {str(array.shape):<16} |max| {np.max(np.abs(array)):.4g}")
     print(f"{sum(a.size for a in bundle.params.values())} parameters, sha256 {bundle.digest()}")
+    return 0
+
+
+def _params_convert(args: argparse.Namespace) -> int:
+    from linrnn.impls.convert import CONVERTERS
+
+    if args.to not in CONVERTERS:
+        raise LinrnnError(f"--to: expected one of {', '.join(CONVERTERS)}, found {args.to!r}")
+    if args.heads is not None and args.to != "rotrnn":
+        raise LinrnnError(f"--heads: only --to rotrnn takes heads, found --heads with --to {args.to}")
+    _positive(args.heads, "heads")
+    bundle = load(args.input)
+    converted = CONVERTERS[args.to](bundle) if args.heads is None else CONVERTERS[args.to](bundle, heads=args.heads)
+    path = converted.save(args.output)
+    cfg = converted.config
+    shape = f"{cfg.heads} head(s) of N = {cfg.d_state}" if args.to == "rotrnn" else f"N = {cfg.d_state} modes"
+    print(f"wrote {args.to} layer bundle {path} ({shape}, from a {bundle.config.kind} layer, "
+          f"sha256 {converted.digest()[:12]})")
     return 0
 
 

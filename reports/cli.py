@@ -18,6 +18,7 @@ AREAS = (
     "linrnn.impls.cli",
     "linrnn.theory.cli",
     "linrnn.tasks.cli",
+    "linrnn.reports.crosscheck",
     "linrnn.reports.report_cli",
 )
 

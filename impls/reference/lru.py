@@ -67,6 +67,12 @@ def sequential(p: Params, cfg: LRUConfig, u: np.ndarray, x0: np.ndarray | None =
     return y, states[:, -1]
 
 
+def trajectory(p: Params, cfg: LRUConfig, u: np.ndarray) -> np.ndarray:
+    """Every forward state x_1..x_L (for state-norm studies).     u (B L H) -> (B L N) complex"""
+    x0 = np.zeros((u.shape[0], cfg.d_state), dtype=np.complex128)
+    return _scan(eigenvalues(p), u @ input_matrix(p).T, x0)
+
+
 def kernel(p: Params, length: int, suffix: str = "") -> np.ndarray:
     """K_k = Re(C diag(lambda^k) diag(gamma) B) for k < length.     -> (length H H)"""
     powers = eigenvalues(p)[None, :] ** np.arange(length)[:, None]  # (length N)

@@ -11,6 +11,6 @@ A section is a module with:
 
 from __future__ import annotations
 
-from linrnn.reports.sections import reference
+from linrnn.reports.sections import crosscheck, reference, speed, theory
 
-SECTIONS = (reference,)
+SECTIONS = (reference, crosscheck, theory, speed)

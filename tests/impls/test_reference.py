@@ -202,3 +202,14 @@ def test_model_with_embedding_and_bad_tokens():
         forward(bundle, np.zeros((1, 2)))
     with pytest.raises(LinrnnError, match=r"lengths: expected values in \[1, 3\], found \[0, 3\]"):
         forward(bundle, tokens, lengths=np.array([0, 3]))
+
+
+def test_trajectory_ends_in_the_final_state():
+    for cfg, module in ((RotRNNConfig(d_model=3, d_state=2, heads=2), rotrnn), (LRUConfig(d_model=3, d_state=4), lru)):
+        p = init(cfg, 0).params
+        u = rng.standard_normal((2, 6, 3))
+        states = module.trajectory(p, cfg, u)
+        _, last = apply_mixer(cfg, p, u, "sequential")
+        assert states.shape[:2] == (2, 6) and np.array_equal(states[:, -1], last)
+        _, middle = apply_mixer(cfg, p, u[:, :3], "sequential")
+        assert np.array_equal(states[:, 2], middle)

@@ -1,0 +1,68 @@
+"""The PyTorch side: the three mixers and the deep model as `torch.nn.Module`s, and the `torch` backend.
+
+    from linrnn.impls.torch import from_bundle
+    layer = from_bundle(bundle, dtype=torch.float32, device=None)    # RotRNN / LRU / DLR / Model
+    y, state = layer(u, mode="scan")                                 # modes: MODES
+    bundle_again = layer.to_bundle()                                 # exact round trip in float64
+
+Files mirror the reference: `rotrnn.py`, `lru.py`, `dlr.py`, `model.py`; the recurrences in `scan.py`
+(and `diagonal.py`, the projected form RotRNN and LRU share), FFT convolution in `conv.py`, the shared
+layer machinery in `layer.py`, the timing harness in `bench.py`. Nothing here imports JAX or the
+reference; the two backends meet only in the bundle.
+
+Backend interface of `linrnn apply` (see `linrnn.impls.backends`): `MODES` (the first is the default),
+`DTYPES`, `apply_bundle`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from linrnn.impls.bundle import Bundle
+from linrnn.impls.checks import check_lengths, check_sequences, check_tokens
+from linrnn.impls.errors import LinrnnError
+from linrnn.impls.torch.dlr import DLR
+from linrnn.impls.torch.layer import MODES, Mixer, check_mode, parameter_groups, recurrence_parameters
+from linrnn.impls.torch.lru import LRU
+from linrnn.impls.torch.model import Model
+from linrnn.impls.torch.rotrnn import RotRNN
+
+DTYPES = ("float32", "float64")
+MIXERS = {"rotrnn": RotRNN, "lru": LRU, "dlr": DLR}
+
+__all__ = ["DLR", "DTYPES", "LRU", "MIXERS", "MODES", "Mixer", "Model", "RotRNN", "apply_bundle", "from_bundle",
+           "parameter_groups", "recurrence_parameters"]
+
+
+def from_bundle(bundle: Bundle, dtype: torch.dtype = torch.float64, device=None) -> torch.nn.Module:
+    """The module of a layer bundle (RotRNN, LRU, DLR) or of a model bundle (Model), holding its numbers."""
+    if bundle.kind == "model":
+        return Model.from_bundle(bundle, dtype, device)
+    return MIXERS[bundle.config.kind].from_bundle(bundle, dtype, device)
+
+
+def apply_bundle(bundle: Bundle, inputs: np.ndarray, mode: str = MODES[0], dtype: str = "float64",
+                 lengths: np.ndarray | None = None) -> np.ndarray:
+    """A layer bundle on u (B L H) -> y (B L H), or a model bundle on its inputs -> its outputs (float64 copy)."""
+    check_mode(mode)
+    if dtype not in DTYPES:
+        raise LinrnnError(f"dtype: the torch backend computes in {', '.join(DTYPES)}, found {dtype!r}")
+    torch_dtype = getattr(torch, dtype)
+    module = from_bundle(bundle, torch_dtype)
+    device = next(module.parameters()).device
+    cfg = bundle.config
+    with torch.no_grad():
+        if bundle.kind == "model":
+            if cfg.vocab_size is not None:
+                x = torch.tensor(check_tokens(inputs, cfg.vocab_size), device=device)
+            else:
+                x = torch.tensor(check_sequences(inputs, cfg.d_input), dtype=torch_dtype, device=device)
+            n = check_lengths(lengths, x.shape[0], x.shape[1])
+            out = module(x, torch.tensor(n, device=device), mode=mode)
+        else:
+            if lengths is not None:
+                raise LinrnnError("lengths: only a model bundle (with pooling) takes lengths")
+            u = torch.tensor(check_sequences(inputs, cfg.d_model), dtype=torch_dtype, device=device)
+            out, _ = module(u, mode=mode)
+    return out.detach().cpu().to(torch.float64).numpy().copy()

@@ -1,0 +1,203 @@
+"""What the three PyTorch mixer layers share: parameters named by bundle key, exact loading, the mode switch.
+
+A mixer layer holds its raw parameters as real `nn.Parameter`s whose names are the bundle keys of
+MODELS.md, so `named_parameters()` maps 1:1 to the bundle and `Module.double()` / `.to(float64)` are
+safe (complex parameters would be skipped or lose their imaginary parts). Complex numbers appear
+only inside a forward pass, in the complex dtype of the layer's precision.
+
+    layer = LRU.from_bundle(bundle, dtype=torch.float32)       # exact copy of the float64 numbers
+    y, state = layer(u, mode="scan", state=None)               # u (B L H) -> y (B L H), state after u
+    y_t, state = layer.step(u_t, state)                        # u_t (B H): streaming, O(1) per position
+    layer.to_bundle()                                          # back to float64 NumPy, bit for bit
+
+States in and out follow the reference's conventions, so they compare across backends:
+RotRNN (B heads N) real in the original basis; LRU (B N) complex; DLR (B H N) complex.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Mapping
+
+import numpy as np
+import torch
+from torch import nn
+
+from linrnn.impls.bundle import Bundle, expected_shapes, mixer_shapes
+from linrnn.impls.errors import LinrnnError
+
+MODES = ("scan", "sequential", "conv", "step")          # the first is the default
+TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def torch_dtype(dtype: Any) -> torch.dtype:
+    """torch.float32 / torch.float64 from a torch dtype or its name; anything else is a LinrnnError."""
+    resolved = TORCH_DTYPES.get(dtype) if isinstance(dtype, str) else dtype
+    if resolved not in TORCH_DTYPES.values():
+        raise LinrnnError(f"dtype: expected one of {', '.join(TORCH_DTYPES)}, found {dtype!r}")
+    return resolved
+
+
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise LinrnnError(f"mode: the torch backend has modes {', '.join(MODES)}, found {mode!r}")
+    return mode
+
+
+# -- exact loading: the bundle's keys are the module's state_dict keys --------------------------
+
+def load_bundle(module: nn.Module, bundle: Bundle) -> None:
+    """Copy every array of `bundle` into the parameter or buffer of the same name (exact in float64)."""
+    state = module.state_dict(keep_vars=True)
+    if set(state) != set(bundle.params):          # a programming error: the module was built from this config
+        raise RuntimeError(f"module keys {sorted(state)} != bundle keys {sorted(bundle.params)}")
+    with torch.no_grad():
+        for key, array in bundle.params.items():
+            state[key].copy_(torch.from_numpy(np.array(array)))
+
+
+def export_bundle(module: nn.Module, config) -> Bundle:
+    """A float64 NumPy bundle of the module's current parameters and buffers (a copy)."""
+    state = module.state_dict()
+    return Bundle(config, {key: state[key].detach().cpu().to(torch.float64).numpy().copy()
+                           for key in expected_shapes(config)})
+
+
+def real_parameters(module: nn.Module, shapes: Mapping[str, tuple[int, ...]], dtype: torch.dtype,
+                    device) -> None:
+    """Register one real parameter per bundle key (zeros until `load_bundle`)."""
+    for key, shape in shapes.items():
+        module.register_parameter(key, nn.Parameter(torch.zeros(shape, dtype=dtype, device=device)))
+
+
+# -- the layer ----------------------------------------------------------------------------------
+
+class Mixer(nn.Module):
+    """Base of `RotRNN`, `LRU`, `DLR`: subclasses provide `materialise`, the four views and the state converters.
+
+    A subclass defines
+        materialise()                       -> m, the derived tensors of one forward pass (the equations' terms)
+        sequential / scan / conv(m, u, x0)  -> (y (B L H), internal final state)
+        step_once(m, u_t, x)                -> (y_t (B H), internal state)
+        state_in(m, state, batch)           -> internal state, from the reference's convention (checked)
+        state_out(m, x)                     -> the reference's convention
+        zero_state(m, batch)                -> the internal zero state
+    """
+
+    config_type: ClassVar[type]
+    recurrence_keys: ClassVar[tuple[str, ...]]     # the raw parameters of the recurrence (own optimiser group)
+
+    def __init__(self, bundle: Bundle, dtype: torch.dtype = torch.float64, device=None):
+        super().__init__()
+        if not isinstance(bundle.config, self.config_type):
+            raise LinrnnError(f"bundle: expected a {self.config_type.__name__} layer bundle, "
+                              f"found {type(bundle.config).__name__}")
+        self.config = bundle.config
+        real_parameters(self, mixer_shapes(self.config), torch_dtype(dtype), device)
+        load_bundle(self, bundle)
+
+    @classmethod
+    def from_bundle(cls, bundle: Bundle, dtype: torch.dtype = torch.float64, device=None) -> "Mixer":
+        """The layer holding `bundle`'s numbers in `dtype` on `device` (None: PyTorch's default device)."""
+        return cls(bundle, dtype, device)
+
+    def to_bundle(self) -> Bundle:
+        return export_bundle(self, self.config)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.D.dtype
+
+    # -- checks of user inputs ----------------------------------------------------------------
+
+    def check_input(self, u: torch.Tensor, ndim: int = 3) -> None:
+        H = self.config.d_model
+        shape = "(B, L, H)" if ndim == 3 else "(B, H)"
+        if not isinstance(u, torch.Tensor):
+            raise LinrnnError(f"input: expected a tensor of shape {shape} with H = {H}, found {type(u).__name__}")
+        if u.ndim != ndim or u.shape[-1] != H or 0 in u.shape:
+            raise LinrnnError(f"input: expected shape {shape} with H = {H} and no empty dimension, "
+                              f"found {tuple(u.shape)}")
+        if u.dtype != self.dtype:
+            raise LinrnnError(f"input: expected dtype {self.dtype} (the layer's), found {u.dtype}")
+
+    def check_state(self, state: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> None:
+        if not isinstance(state, torch.Tensor) or tuple(state.shape) != shape or state.dtype != dtype:
+            found = (f"{tuple(state.shape)} {state.dtype}" if isinstance(state, torch.Tensor)
+                     else type(state).__name__)
+            raise LinrnnError(f"state: expected a tensor of shape {shape} and dtype {dtype}, found {found}")
+
+    def check_streaming(self, mode: str, state) -> None:
+        if self.config.bidirectional and (state is not None or mode == "step"):
+            raise LinrnnError("state: a bidirectional layer has no streaming state (its backward scan needs the "
+                              "whole sequence); pass state=None and a mode other than 'step'")
+
+    def check_view(self, mode: str, length: int, state) -> None:
+        """Refuse a view that does not compute this layer's definition (DLR with a truncated kernel)."""
+
+    # -- the mode switch ----------------------------------------------------------------------
+
+    def forward(self, u: torch.Tensor, mode: str = MODES[0], state: torch.Tensor | None = None):
+        """The layer on a whole sequence in the chosen view.
+
+        u      (B L H) in the layer's dtype
+        mode   'scan' (default) | 'sequential' | 'conv' | 'step'
+        state  the forward state before u in the reference's convention, or None (zeros)
+        -> y (B L H), the forward state after u (None for bidirectional or truncated-kernel layers)
+        """
+        check_mode(mode)
+        self.check_input(u)
+        self.check_streaming(mode, state)
+        self.check_view(mode, u.shape[1], state)
+        m = self.materialise()
+        x0 = None if state is None else self.state_in(m, state, u.shape[0])
+        if mode == "step":
+            y, x = self.stepwise(m, u, x0)
+        else:
+            y, x = getattr(self, mode)(m, u, x0)
+        if x is None or self.config.bidirectional:
+            return y, None
+        return y, self.state_out(m, x)
+
+    def stepwise(self, m, u: torch.Tensor, x0):
+        """Mode 'step' on a whole sequence: `step_once` at every position (projections included)."""
+        x = self.zero_state(m, u.shape[0]) if x0 is None else x0
+        ys = []
+        for t in range(u.shape[1]):
+            y_t, x = self.step_once(m, u[:, t], x)
+            ys.append(y_t)
+        return torch.stack(ys, dim=1), x
+
+    def step(self, u_t: torch.Tensor, state: torch.Tensor | None = None):
+        """Streaming inference: one position, explicit state in and out, O(1) work in the position.
+
+        u_t    (B H) in the layer's dtype
+        state  the state before u_t (reference convention), or None (zeros)
+        -> y_t (B H), the state after u_t
+        """
+        self.check_input(u_t, ndim=2)
+        self.check_streaming("step", state)
+        self.check_view("step", 1, state)
+        m = self.materialise()
+        x = self.zero_state(m, u_t.shape[0]) if state is None else self.state_in(m, state, u_t.shape[0])
+        y_t, x = self.step_once(m, u_t, x)
+        return y_t, self.state_out(m, x)
+
+    def extra_repr(self) -> str:
+        return f"{self.config}, dtype={self.dtype}"
+
+
+def recurrence_parameters(module: nn.Module) -> list[nn.Parameter]:
+    """The recurrence parameters (M, theta, gamma_log, nu_log, theta_log, a) of every mixer inside `module`."""
+    return [getattr(m, key) for m in module.modules() if isinstance(m, Mixer) for key in m.recurrence_keys]
+
+
+def parameter_groups(module: nn.Module) -> dict[str, list[nn.Parameter]]:
+    """{'recurrence': [...], 'other': [...]}: MODELS.md trains the recurrence with its own rate, no weight decay.
+
+        groups = parameter_groups(model)
+        torch.optim.AdamW([{"params": groups["recurrence"], "lr": 1e-3, "weight_decay": 0.0},
+                           {"params": groups["other"], "lr": 4e-3}])
+    """
+    recurrence = recurrence_parameters(module)
+    ids = {id(p) for p in recurrence}
+    return {"recurrence": recurrence, "other": [p for p in module.parameters() if id(p) not in ids]}

@@ -1,0 +1,76 @@
+"""LRU, PyTorch (Orvieto et al. 2023; MODELS.md).
+
+Complex diagonal state x_t in C^N, real input u_t in R^H:
+
+    lambda_j = exp(-exp(nu_log_j) + i exp(theta_log_j))
+    x_t = lambda * x_{t-1} + exp(gamma_log) * (B u_t),      x_0 = 0,   B = B_re + i B_im
+    y_t = Re(C x_t) + D * u_t,                               C = C_re + i C_im
+    bidirectional:  y_t += Re(C_rev x_bwd_t),  x_bwd_t = lambda x_bwd_{t+1} + exp(gamma_log) B u_t
+
+Route (the reference multiplies complex matrices and steps complex numbers): the state is kept as
+interleaved real pairs (Re x_j, Im x_j), so both projections are real matrix products,
+
+    W_in  = rows (exp(gamma_log_j) B_re[j], exp(gamma_log_j) B_im[j])   (2N H)
+    W_out = columns (C_re[:, j], -C_im[:, j])                           (H 2N)     Re(C x) = C_re x_re - C_im x_im
+
+and a real input is never cast to complex. The views (`diagonal.py`): `sequential` and `step` rotate
+the pairs with real 2x2 rotation-scalings; `scan` runs the chunked two-level scan on the pairs viewed
+as complex numbers; `conv` applies each mode's kernel lambda^l = exp(l log lambda) by a zero-padded FFT.
+States cross the boundary as (B N) complex tensors (the reference's convention).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from linrnn.impls.config import LRUConfig
+from linrnn.impls.torch import diagonal
+from linrnn.impls.torch.diagonal import DiagonalForm
+from linrnn.impls.torch.layer import Mixer
+from linrnn.impls.torch.scan import complex_dtype
+
+
+# -- materialise the raw parameters -------------------------------------------------------------
+
+def log_eigenvalues(nu_log: torch.Tensor, theta_log: torch.Tensor) -> torch.Tensor:
+    """log lambda_j = -exp(nu_log_j) + i exp(theta_log_j).     (N,) -> (N,) complex"""
+    return torch.complex(-torch.exp(nu_log), torch.exp(theta_log))
+
+
+def pairs(re: torch.Tensor, im: torch.Tensor, dim: int) -> torch.Tensor:
+    """Interleave re and im along `dim` (re[0], im[0], re[1], im[1], ...)."""
+    return torch.stack([re, im], dim=dim + 1).flatten(dim, dim + 1)
+
+
+def materialise(layer: "LRU") -> DiagonalForm:
+    """Raw parameters -> the real diagonal form (module docstring)."""
+    gamma = torch.exp(layer.gamma_log)[:, None]                              # (N 1)
+    W_in = pairs(gamma * layer.B_re, gamma * layer.B_im, dim=0)              # (2N H)
+    W_out = pairs(layer.C_re, -layer.C_im, dim=1)                            # (H 2N)
+    W_out_rev = pairs(layer.C_re_rev, -layer.C_im_rev, dim=1) if layer.config.bidirectional else None
+    return DiagonalForm.build(log_eigenvalues(layer.nu_log, layer.theta_log), W_in, W_out, W_out_rev, layer.D)
+
+
+# -- the layer ----------------------------------------------------------------------------------
+
+class LRU(Mixer):
+    """One LRU layer (unidirectional or bidirectional); parameters named as the bundle keys."""
+
+    config_type = LRUConfig
+    recurrence_keys = ("nu_log", "theta_log", "gamma_log")
+
+    materialise = materialise
+    sequential = staticmethod(diagonal.sequential)
+    scan = staticmethod(diagonal.scan)
+    conv = staticmethod(diagonal.conv)
+    step_once = staticmethod(diagonal.step_once)
+    zero_state = staticmethod(diagonal.zero_state)
+
+    def state_in(self, f: DiagonalForm, state: torch.Tensor, batch: int) -> torch.Tensor:
+        """x (B N) complex -> pairs (B N 2)."""
+        self.check_state(state, (batch, self.config.d_state), complex_dtype(self.dtype))
+        return torch.view_as_real(state.resolve_conj())
+
+    def state_out(self, f: DiagonalForm, x: torch.Tensor) -> torch.Tensor:
+        """pairs (B N 2) -> x (B N) complex."""
+        return torch.view_as_complex(x.contiguous())

@@ -1,0 +1,239 @@
+"""`linrnn crosscheck`: every mixer x mode x dtype x pair of backends, outputs and gradients.
+
+For random bundles and inputs of several shapes (L = 1, odd L, decays near 1, bidirectional), each
+backend computes the layer's output y and, for torch and jax, the gradients of the scalar loss
+sum(y * w) (w a fixed random weight) with respect to the input and to every raw parameter of the
+bundle (torch autograd and `jax.vjp`). Each pair of backends is compared with the project's tolerance
+table (outputs: kind 'forward'; gradients: kind 'gradient', each part measured against the size of
+the whole gradient vector of the pass; in the lower precision of the pair; with the case's length and
+largest |eigenvalue|). The reference has no gradients: its outputs are compared
+with both frameworks; gradients are compared between torch and jax.
+
+The reference computes `sequential` and `conv`; the frameworks' `scan` and `step` modes are compared
+with the reference's `sequential`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from linrnn.impls.bundle import Bundle
+from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig
+from linrnn.impls.errors import LinrnnError
+from linrnn.impls.init import init
+from linrnn.impls.reference import apply_mixer, spectral_radius
+from linrnn.impls.tolerance import compare
+
+KINDS = ("rotrnn", "lru", "dlr")
+MODES = ("sequential", "scan", "conv", "step")
+DTYPES = ("float64", "float32")
+REFERENCE_MODE = {"sequential": "sequential", "scan": "sequential", "step": "sequential", "conv": "conv"}
+
+
+@dataclass(frozen=True)
+class Shape:
+    B: int
+    L: int
+    H: int
+    N: int              # state size (RotRNN: per head, 2 heads)
+    bidirectional: bool
+    near_one: bool      # decays up to 0.9999 (long memory), else each paper's default range
+
+    @property
+    def label(self) -> str:
+        return (f"B{self.B} L{self.L} H{self.H} N{self.N}{' bi' if self.bidirectional else ''}"
+                f"{' r~1' if self.near_one else ''}")
+
+
+DEFAULT_SHAPES = (
+    Shape(2, 1, 3, 4, False, False),
+    Shape(2, 17, 3, 4, False, True),
+    Shape(1, 33, 4, 4, True, True),
+)
+
+
+def mixer_config(kind: str, shape: Shape):
+    if kind == "rotrnn":
+        return RotRNNConfig(d_model=shape.H, d_state=shape.N, heads=2, bidirectional=shape.bidirectional,
+                            gamma_max=0.9999 if shape.near_one else 0.999)
+    if kind == "lru":
+        return LRUConfig(d_model=shape.H, d_state=shape.N, bidirectional=shape.bidirectional,
+                         r_min=0.5, r_max=0.9999 if shape.near_one else 0.99)
+    return DLRConfig(d_model=shape.H, d_state=shape.N, bidirectional=shape.bidirectional,
+                     dt_min=1e-5 if shape.near_one else 1e-3, dt_max=1e-1)
+
+
+# -- one backend: output and gradients ------------------------------------------------------------
+
+def torch_output_and_grads(bundle: Bundle, u: np.ndarray, w: np.ndarray, mode: str, dtype: str):
+    import torch
+    from linrnn.impls.torch import from_bundle
+
+    layer = from_bundle(bundle, getattr(torch, dtype))
+    x = torch.tensor(u, dtype=getattr(torch, dtype), requires_grad=True)
+    y, _ = layer(x, mode=mode)
+    (y * torch.tensor(w, dtype=y.dtype)).sum().backward()
+    grads = {"input": x.grad.double().numpy()}
+    grads.update({name: p.grad.double().numpy() for name, p in layer.named_parameters()})
+    return y.detach().double().numpy(), grads
+
+
+@lru_cache(maxsize=None)
+def _jax_vjp(cfg, mode: str):
+    import jax
+    from linrnn.impls.jax import layer
+
+    def run(params, u, w):
+        y, vjp = jax.vjp(lambda p, x: layer.apply(p, cfg, x, mode)[0], params, u)
+        grad_params, grad_u = vjp(w.astype(y.dtype))
+        return y, grad_params, grad_u
+
+    return jax.jit(run)
+
+
+def jax_output_and_grads(bundle: Bundle, u: np.ndarray, w: np.ndarray, mode: str, dtype: str):
+    import jax.numpy as jnp
+    from linrnn.impls.jax import from_bundle
+
+    params = from_bundle(bundle, dtype)
+    y, grad_params, grad_u = _jax_vjp(bundle.config, mode)(params, jnp.asarray(u, dtype), jnp.asarray(w, dtype))
+    grads = {"input": np.asarray(grad_u, np.float64)}
+    grads.update({k: np.asarray(v, np.float64) for k, v in grad_params.items()})
+    return np.asarray(y, np.float64), grads
+
+
+def applicable(cfg, mode: str) -> bool:
+    """`step` streams, so a bidirectional layer has no step mode."""
+    return not (mode == "step" and cfg.bidirectional)
+
+
+# -- the matrix ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Selection:
+    kinds: tuple[str, ...] = KINDS
+    modes: tuple[str, ...] = MODES
+    dtypes: tuple[str, ...] = DTYPES
+    seeds: tuple[int, ...] = (0,)
+    shapes: tuple[Shape, ...] = DEFAULT_SHAPES
+
+
+def run(selection: Selection, progress=None) -> dict:
+    """Every comparison of the selection -> {'entries': [...], 'ok': bool, 'selection': ...}."""
+    entries = []
+    cases = [(k, s, seed) for k in selection.kinds for s in selection.shapes for seed in selection.seeds]
+    for i, (kind, shape, seed) in enumerate(cases):
+        if progress:
+            progress(i, len(cases), f"{kind} {shape.label} seed {seed}")
+        cfg = mixer_config(kind, shape)
+        bundle = init(cfg, seed)
+        rng = np.random.default_rng([seed, shape.L, shape.B])
+        u = rng.standard_normal((shape.B, shape.L, shape.H))
+        w = rng.standard_normal((shape.B, shape.L, shape.H))
+        r = spectral_radius(cfg, bundle.params)
+        ref = {m: apply_mixer(cfg, bundle.params, u, m)[0] for m in ("sequential", "conv")}
+        for mode in selection.modes:
+            if not applicable(cfg, mode):
+                continue
+            for dtype in selection.dtypes:
+                y_t, g_t = torch_output_and_grads(bundle, u, w, mode, dtype)
+                y_j, g_j = jax_output_and_grads(bundle, u, w, mode, dtype)
+                base = {"mixer": kind, "shape": shape.label, "L": shape.L, "seed": seed, "mode": mode,
+                        "dtype": dtype, "radius": r}
+                outputs = {"reference": ref[REFERENCE_MODE[mode]], "torch": y_t, "jax": y_j}
+                for a, b in (("reference", "torch"), ("reference", "jax"), ("torch", "jax")):
+                    c = compare("output", outputs[a], outputs[b], "forward", dtype, shape.L, r)
+                    entries.append({**base, "pair": f"{a}-{b}", "quantity": "output", "max_abs": c.max_abs,
+                                    "rel": c.rel, "rtol": c.rtol, "ok": c.ok})
+                # The gradient is one vector of one backward pass: each part's error is measured against
+                # the whole vector's size (normwise), so that a part that cancels to zero in exact
+                # arithmetic (d/dM at L = 1, where P P^T = I) is not judged on rounding noise alone.
+                g_scale = max(float(np.max(np.abs(g))) for g in g_t.values())
+                for key in g_t:
+                    c = compare(f"d loss / d {key}", g_t[key], g_j[key], "gradient", dtype, shape.L, r,
+                                scale=g_scale)
+                    entries.append({**base, "pair": "torch-jax", "quantity": f"grad {key}", "max_abs": c.max_abs,
+                                    "rel": c.rel, "rtol": c.rtol, "ok": c.ok})
+    if progress:
+        progress(len(cases), len(cases), "done")
+    return {"entries": entries, "ok": all(e["ok"] for e in entries), "summary": summarise(entries),
+            "selection": {"kinds": list(selection.kinds), "modes": list(selection.modes),
+                          "dtypes": list(selection.dtypes), "seeds": list(selection.seeds),
+                          "shapes": [dataclasses.asdict(s) | {"label": s.label} for s in selection.shapes]}}
+
+
+def summarise(entries: list[dict]) -> list[dict]:
+    """One row per mixer x mode x dtype x pair x (output | gradients): the worst error against its tolerance."""
+    groups: dict[tuple, list[dict]] = {}
+    for e in entries:
+        what = "output" if e["quantity"] == "output" else "gradients"
+        groups.setdefault((e["mixer"], e["mode"], e["dtype"], e["pair"], what), []).append(e)
+    rows = []
+    for (mixer, mode, dtype, pair, what), group in groups.items():
+        worst = max(group, key=lambda e: e["rel"] / e["rtol"])
+        rows.append({"mixer": mixer, "mode": mode, "dtype": dtype, "pair": pair, "quantity": what,
+                     "comparisons": len(group), "max_rel": max(e["rel"] for e in group),
+                     "worst_ratio": worst["rel"] / worst["rtol"], "worst": f"{worst['quantity']} at {worst['shape']}",
+                     "ok": all(e["ok"] for e in group)})
+    return rows
+
+
+def format_table(summary: list[dict]) -> str:
+    header = f"{'mixer':<7} {'mode':<10} {'dtype':<8} {'pair':<16} {'what':<9} {'n':>4} {'max rel':>9} {'err/tol':>8}  verdict"
+    lines = [header, "-" * len(header)]
+    for r in summary:
+        lines.append(f"{r['mixer']:<7} {r['mode']:<10} {r['dtype']:<8} {r['pair']:<16} {r['quantity']:<9} "
+                     f"{r['comparisons']:>4} {r['max_rel']:>9.2e} {r['worst_ratio']:>8.3f}  "
+                     f"{'ok' if r['ok'] else 'EXCEEDS (' + r['worst'] + ')'}")
+    return "\n".join(lines)
+
+
+# -- command line ---------------------------------------------------------------------------------
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("crosscheck", help="compare reference, torch and jax: outputs and gradients")
+    p.add_argument("--models", default=",".join(KINDS), help=f"comma-separated subset of {','.join(KINDS)}")
+    p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)}")
+    p.add_argument("--dtypes", default=",".join(DTYPES), help=f"comma-separated subset of {','.join(DTYPES)}")
+    p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
+    p.add_argument("--json", default=None, help="write every comparison to this JSON file")
+    p.set_defaults(func=_main)
+
+
+def _subset(flag: str, text: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    items = tuple(x.strip() for x in text.split(",") if x.strip())
+    bad = [x for x in items if x not in allowed]
+    if bad or not items:
+        raise LinrnnError(f"--{flag}: expected a comma-separated subset of {','.join(allowed)}, found {text!r}")
+    return items
+
+
+def _main(args: argparse.Namespace) -> int:
+    try:
+        seeds = tuple(int(s) for s in args.seeds.split(","))
+    except ValueError:
+        raise LinrnnError(f"--seeds: expected comma-separated integers, found {args.seeds!r}") from None
+    selection = Selection(_subset("models", args.models, KINDS), _subset("modes", args.modes, MODES),
+                          _subset("dtypes", args.dtypes, DTYPES), seeds)
+    start = time.perf_counter()
+    result = run(selection, progress=lambda i, n, what: print(f"\r[{i}/{n}] {what:<40}", end="", file=sys.stderr))
+    print(file=sys.stderr)
+    print(format_table(result["summary"]))
+    bad = sum(not e["ok"] for e in result["entries"])
+    print(f"{len(result['entries'])} comparisons in {time.perf_counter() - start:.0f} s: "
+          + ("all within the tolerance table" if not bad else f"{bad} EXCEED the tolerance table"))
+    if args.json:
+        try:
+            with open(args.json, "w") as fh:
+                json.dump(result, fh, indent=1)
+        except OSError as err:
+            raise LinrnnError(f"--json: cannot write {args.json}: {err.strerror or err}") from None
+    return 0 if result["ok"] else 1

@@ -1,0 +1,68 @@
+"""Scan speed: every mixer x backend x mode, forward time against L on log-log axes.
+
+Uses the same harnesses as `pytest --benchmark` (`linrnn.impls.torch.bench`, `linrnn.impls.jax.bench`):
+one layer, float32, compiled and warmed up before timing, the median of a few calls. The float64
+reference is an oracle, not a contender, and is not timed here. `step` mode runs the sequence one
+position at a time: its time per position (last column) should not grow with L (claim D9).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+NAME = "speed"
+TITLE = "Scan speed: forward time against sequence length"
+TEMPLATE = "speed.html.j2"
+
+SIZES = {"B": 4, "H": 64, "N": 64, "heads": 8, "dtype": "float32"}
+LENGTHS = (256, 1024, 4096, 16384)
+QUICK_LENGTHS = (256, 1024)
+KINDS = ("rotrnn", "lru", "dlr")
+MODES = ("sequential", "scan", "conv", "step")
+
+
+def _timer(backend: str, kind: str, mode: str, L: int):
+    """A zero-argument synchronised forward call at the section's sizes, and the device it runs on."""
+    if backend == "torch":
+        from linrnn.impls.torch.bench import make_forward
+        forward, info = make_forward(kind, mode, L=L, **SIZES)
+        return forward, info["device"]
+    import jax
+    from linrnn.impls.jax.bench import make_forward
+    run = make_forward(kind, mode, L=L, **SIZES)
+    return (lambda: run().block_until_ready()), str(jax.devices()[0])
+
+
+def compute(quick: bool, progress) -> tuple[dict, dict]:
+    from linrnn.impls.torch.bench import median_ms
+
+    lengths = QUICK_LENGTHS if quick else LENGTHS
+    cases = [(b, k, m, L) for b in ("torch", "jax") for k in KINDS for m in MODES for L in lengths]
+    rows, devices = [], {}
+    for i, (backend, kind, mode, L) in enumerate(cases):
+        progress(i, len(cases), f"{backend} {kind} {mode} L={L}")
+        forward, devices[backend] = _timer(backend, kind, mode, L)
+        ms = median_ms(forward, repeats=3, warmup=1)
+        rows.append({"backend": backend, "mixer": kind, "mode": mode, "L": L, "ms": ms, "us_per_position": 1e3 * ms / L})
+    progress(len(cases), len(cases), "done")
+    return {"rows": rows, "plot": plot(rows, lengths)}, {**SIZES, "lengths": list(lengths), "devices": devices}
+
+
+def plot(rows: list[dict], lengths) -> str:
+    from linrnn.reports.plots import figure, to_svg
+
+    fig, axes = figure(width=9.0, height=3.2, ncols=len(KINDS))
+    styles = {"torch": "-", "jax": "--"}
+    markers = dict(zip(MODES, "osD^"))
+    for ax, kind in zip(axes, KINDS):
+        for backend in ("torch", "jax"):
+            for mode in MODES:
+                pts = sorted((r["L"], r["ms"]) for r in rows if r["mixer"] == kind and r["backend"] == backend
+                             and r["mode"] == mode)
+                if pts:
+                    ax.plot(*np.array(pts).T, styles[backend], marker=markers[mode], ms=3, label=f"{backend} {mode}")
+        ax.set(xscale="log", yscale="log", title=kind, xlabel="L", xticks=list(lengths))
+        ax.set_xticklabels([str(L) for L in lengths])
+    axes[0].set_ylabel("forward time (ms)")
+    axes[-1].legend(fontsize=6, ncol=2)
+    return to_svg(fig, "forward time against L, per mixer, backend and mode (log-log)")

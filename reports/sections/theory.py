@@ -1,0 +1,88 @@
+"""Theory: the SymPy/SciPy derivations of CLAIMS.md, and claim R3 by Monte Carlo in both frameworks.
+
+Data (saved as JSON, rendered by `theory.html.j2`):
+
+    claims      one record per derivation (`linrnn.theory.registry.run_all`): claim id, title, verdict,
+                partly, condition, assumptions, findings (statement, verdict, condition, evidence),
+                steps (label, MathML, LaTeX, text), witness numbers, seconds
+    theory      the derivations' schema, code version and tolerance table (`results_payload`)
+    montecarlo  `linrnn.reports.montecarlo.run_montecarlo`: curves, table, verdicts, timings
+    r3          per start: does "E||x_t||^2 constant for all t" hold (Monte Carlo, both frameworks)?
+    table       the Monte Carlo at t = 1, 10, 100, 1000, 4096, one row per (model, start, head or mode)
+    verdicts    claim id -> verdict ("fails (partly)" where some parts hold)
+    plots       inline SVG: RotRNN heads from the three starts; LRU modes from x_0 = 0
+
+The MathML comes from SymPy's printer (`theory.records.render_mathml`), never from user text; the
+template inserts it and the SVG unescaped, and escapes everything else. torch and JAX are imported by
+the Monte Carlo when it runs, not when this module is imported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+NAME = "theory"
+TITLE = "Theory: derivations and the normalisation by Monte Carlo"
+TEMPLATE = "theory.html.j2"
+
+
+def _r3_summary(mc: dict) -> list[dict]:
+    """Per RotRNN start: constant or not, agreement with the closed form, when the band first reaches 1."""
+    rows = []
+    for start in ("zero", "stationary", "unit_first_input"):
+        curves = [c for c in mc["curves"] if c["model"] == "rotrnn" and c["start"] == start]
+        heads = sorted({c["unit"] for c in curves})
+        first = {}
+        for h in heads:
+            ts = [c["first_t_at_fixed_point"] for c in curves if c["unit"] == h]
+            first[h] = None if any(t is None for t in ts) else max(ts)
+        rows.append({
+            "start": start,
+            "constant": all(c["constant"] for c in curves),
+            "agrees": all(c["agrees"] for c in curves),
+            "worst_z": max(c["worst_z"] for c in curves),
+            "heads": [{"unit": h, "gamma": mc["gammas"][h], "first_t_at_one": first[h],
+                       "mean_t1": {c["framework"]: c["mean"][0] for c in curves if c["unit"] == h},
+                       "closed_t1": next(c["closed"][0] for c in curves if c["unit"] == h)} for h in heads],
+        })
+    return rows
+
+
+def _table_rows(mc: dict) -> list[dict]:
+    """The Monte Carlo table regrouped for the page: one row per (model, start, unit), one cell per t."""
+    rows: dict[tuple, dict] = {}
+    for entry in mc["table"]:
+        key = (entry["model"], entry["start"], entry["unit"])
+        row = rows.setdefault(key, {"model": entry["model"], "start": entry["start"], "label": entry["label"],
+                                    "cells": {}})
+        cell = row["cells"].setdefault(entry["t"], {"t": entry["t"], "closed": entry["closed"]})
+        cell[entry["framework"]] = {k: entry[k] for k in ("mean", "ci_low", "ci_high")}
+    return [dict(row, cells=[row["cells"][t] for t in sorted(row["cells"])]) for row in rows.values()]
+
+
+def compute(quick: bool, progress) -> tuple[dict, dict]:
+    from linrnn.reports.montecarlo import DEFAULT, QUICK, plot_lru, plot_rotrnn, run_montecarlo
+    from linrnn.theory.registry import DERIVATIONS, results_payload, run_all
+
+    claims = list(DERIVATIONS)
+    total = len(claims) + 100  # the Monte Carlo reports in hundredths
+    results = []
+    for i, claim in enumerate(claims):
+        progress(i, total, f"derivation {claim}")
+        results.extend(run_all(quick, [claim]))
+    payload = results_payload(results, quick)
+
+    mc_cfg = QUICK if quick else DEFAULT
+    mc = run_montecarlo(mc_cfg, lambda done, of, what: progress(len(claims) + 100 * done // of, total, what))
+    progress(total, total, "plots")
+    data = {
+        "claims": payload["claims"],
+        "theory": {k: payload[k] for k in ("schema", "code_version", "tolerances")},
+        "montecarlo": mc,
+        "r3": _r3_summary(mc),
+        "table": _table_rows(mc),
+        "plots": {"rotrnn": plot_rotrnn(mc), "lru": plot_lru(mc)},
+        "verdicts": {c["claim"]: c["verdict"] + (" (partly)" if c["partly"] else "") for c in payload["claims"]},
+    }
+    config = {"claims": claims, "montecarlo": dataclasses.asdict(mc_cfg)}
+    return data, config
