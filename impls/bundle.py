@@ -195,16 +195,22 @@ def _validate_values(config: Config, params: Mapping[str, np.ndarray]) -> None:
                               f"is undefined")
 
 
+def read_npz(path: str | os.PathLike, what: str = "bundle") -> dict[str, np.ndarray]:
+    """Every array of a plain (non-pickled) .npz file, or a one-line LinrnnError naming `what` and the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise LinrnnError(f"cannot read {what} {path}: no such file")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as err:
+        raise LinrnnError(f"cannot read {what} {path}: not a valid .npz file ({err})") from None
+
+
 def load(path: str | os.PathLike) -> Bundle:
     """Read and validate a bundle written by `Bundle.save`."""
     path = Path(path)
-    if not path.is_file():
-        raise LinrnnError(f"cannot read bundle {path}: no such file")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as err:
-        raise LinrnnError(f"cannot read bundle {path}: not a valid .npz file ({err})") from None
+    arrays = read_npz(path, "bundle")
     if META_KEY not in arrays:
         raise LinrnnError(f"{path}: not a linrnn bundle (no {META_KEY} entry)")
     try:

@@ -14,6 +14,7 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from linrnn.impls.errors import LinrnnError
+from linrnn.reports import ledger
 from linrnn.reports.results import Loaded
 
 
@@ -29,9 +30,10 @@ def environment() -> Environment:
 def render(loaded: Loaded, sections, out: str | os.PathLike, quick: bool | None = None) -> Path:
     """Write `<out>/report.html` from the loaded results; returns its path."""
     by_section = {s.NAME: [r for r in loaded.results if r["section"] == s.NAME] for s in sections}
+    claims = ledger.build(by_section)
     quick_flags = {bool(r["meta"]["config"].get("quick")) for r in loaded.results}
     html = environment().get_template("report.html.j2").render(
-        sections=sections, by_section=by_section, skipped=loaded.skipped,
+        sections=sections, by_section=by_section, skipped=loaded.skipped, ledger=claims,
         results=loaded.results, quick=any(quick_flags) if quick is None else quick,
         rendered=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
     out = Path(out)
@@ -39,6 +41,21 @@ def render(loaded: Loaded, sections, out: str | os.PathLike, quick: bool | None 
         out.mkdir(parents=True, exist_ok=True)
         path = out / "report.html"
         path.write_text(html, encoding="utf-8")
+        (out / "ledger.txt").write_text(ledger_text(claims), encoding="utf-8")
     except OSError as err:
         raise LinrnnError(f"cannot write the report to {out}: {err.strerror or err}") from None
     return path
+
+
+def ledger_text(rows: list[dict]) -> str:
+    """The claims ledger as plain text (written beside the page, printed by `linrnn report`)."""
+    import textwrap
+
+    lines = []
+    for r in rows:
+        lines.append(f"{r['id']:<3} {r['verdict'].upper()}: {r['claim']}")
+        for label in ("evidence", "scale", "command"):
+            if r[label]:
+                lines.extend(textwrap.wrap(f"{label}: {r[label]}", 110, initial_indent="    ",
+                                           subsequent_indent="      "))
+    return "\n".join(lines) + "\n"

@@ -73,6 +73,7 @@ def _report(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     failed = compute_all(out, args.quick)
     path = render(read_results([out], names), SECTIONS, out, quick=args.quick)
+    print((path.parent / "ledger.txt").read_text())
     print(f"wrote {path} in {time.perf_counter() - start:.0f} s"
           + (f"; failed sections: {', '.join(failed)}" if failed else ""))
     return 1 if failed else 0

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from linrnn.impls.bundle import Bundle
+from linrnn.impls.bundle import Bundle, read_npz
 from linrnn.impls.config import SCHEMA_VERSION, config_from_dict, config_to_dict
 from linrnn.impls.errors import LinrnnError
 
@@ -56,14 +55,11 @@ def save(path: str | os.PathLike, ckpt: Checkpoint) -> Path:
 
 def load(path: str | os.PathLike) -> Checkpoint:
     path = Path(path)
-    if not path.is_file():
-        raise LinrnnError(f"cannot read checkpoint {path}: no such file")
+    arrays = read_npz(path, "checkpoint")
     try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
         meta = json.loads(str(arrays.pop("__meta__")))
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, json.JSONDecodeError) as err:
-        raise LinrnnError(f"cannot read checkpoint {path}: {err}") from None
+    except (KeyError, json.JSONDecodeError) as err:
+        raise LinrnnError(f"cannot read checkpoint {path}: no valid __meta__ entry ({err})") from None
     if meta.get("checkpoint_schema") != CHECKPOINT_SCHEMA or meta.get("bundle_schema") != SCHEMA_VERSION:
         raise LinrnnError(f"{path}: checkpoint schema {meta.get('checkpoint_schema')!r}/"
                           f"{meta.get('bundle_schema')!r}, expected {CHECKPOINT_SCHEMA}/{SCHEMA_VERSION}")

@@ -26,8 +26,8 @@ import numpy as np
 import sympy as sp
 from sympy.printing.mathml import mathml
 
-from linrnn.impls.tolerance import SCALED as TOLERANCES  # the project's one table: identities part
-from linrnn.impls.tolerance import scaled_tolerance as tolerance
+from linrnn.impls.tolerance import SCALED as TOLERANCES  # noqa: F401  (re-exported: the project's one table)
+from linrnn.impls.tolerance import scaled_tolerance as tolerance  # noqa: F401  (re-exported)
 
 VERDICTS = ("proved", "verified", "fails")
 

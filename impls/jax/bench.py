@@ -11,30 +11,19 @@ from __future__ import annotations
 
 import argparse
 import platform
-import statistics
-import time
 from typing import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from linrnn.impls.config import DLRConfig, LRUConfig, MixerConfig, RotRNNConfig
+from linrnn.impls.bench import KINDS, layer_config, median_ms  # noqa: F401  (re-exported for the bench tests)
 from linrnn.impls.init import init
 from linrnn.impls.jax import layer
 from linrnn.impls.jax.params import check_dtype, from_bundle
 
-KINDS = ("rotrnn", "lru", "dlr")
 
 
-def layer_config(kind: str, H: int, N: int, heads: int = 16) -> MixerConfig:
-    if kind == "rotrnn":
-        return RotRNNConfig(d_model=H, d_state=N // heads, heads=heads)
-    if kind == "lru":
-        return LRUConfig(d_model=H, d_state=N)
-    if kind == "dlr":
-        return DLRConfig(d_model=H, d_state=N)
-    raise ValueError(f"unknown mixer {kind!r}; expected one of {', '.join(KINDS)}")
 
 
 def make_forward(kind: str, mode: str, B: int, L: int, H: int, N: int, heads: int = 16,
@@ -60,13 +49,6 @@ def extra_info(kind: str, mode: str, B: int, L: int, H: int, N: int, heads: int 
             "jax": jax.__version__, "machine": platform.machine(), "processor": platform.processor()}
 
 
-def median_ms(run: Callable[[], jax.Array], repeats: int = 7) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run().block_until_ready()
-        times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
 
 
 def main() -> None:
@@ -79,8 +61,10 @@ def main() -> None:
     print(f"B={args.B} L={args.L} H={args.H} N={args.N} {args.dtype} on {jax.devices()[0]}")
     print(f"{'mixer':8s}" + "".join(f"{mode:>12s}" for mode in layer.MODES))
     for kind in KINDS:
-        row = [median_ms(make_forward(kind, mode, args.B, args.L, args.H, args.N, args.heads, args.dtype), args.repeats)
-               for mode in layer.MODES]
+        row = []
+        for mode in layer.MODES:
+            run = make_forward(kind, mode, args.B, args.L, args.H, args.N, args.heads, args.dtype)
+            row.append(median_ms(lambda: run().block_until_ready(), args.repeats, warmup=0))
         print(f"{kind:8s}" + "".join(f"{ms:12.1f}" for ms in row))
 
 

@@ -18,20 +18,11 @@ from typing import Callable
 
 import torch
 
-from linrnn.impls.config import DLRConfig, LRUConfig, MixerConfig, RotRNNConfig
+from linrnn.impls.bench import layer_config, median_ms  # noqa: F401  (median_ms: re-exported for callers)
 from linrnn.impls.init import init
 from linrnn.impls.torch.layer import torch_dtype
 
 
-def layer_config(kind: str, H: int, N: int, heads: int = 1) -> MixerConfig:
-    """The config of one layer of width H and total state N (RotRNN: `heads` heads of N / heads)."""
-    if kind == "rotrnn":
-        return RotRNNConfig(d_model=H, d_state=N // heads, heads=heads)
-    if kind == "lru":
-        return LRUConfig(d_model=H, d_state=N)
-    if kind == "dlr":
-        return DLRConfig(d_model=H, d_state=N)
-    raise ValueError(f"unknown mixer {kind!r}")
 
 
 def device_name(device: torch.device) -> str:
@@ -67,16 +58,6 @@ def make_forward(kind: str, mode: str, B: int, L: int, H: int, N: int, heads: in
     return forward, info
 
 
-def median_ms(forward: Callable[[], object], repeats: int = 5, warmup: int = 1) -> float:
-    """Median wall time of `forward()` in milliseconds, after `warmup` untimed calls."""
-    for _ in range(warmup):
-        forward()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        forward()
-        times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
 
 
 def scan_timings(B: int = 8, L: int = 4096, n: int = 128, chunks=(16, 32, 64, 128, 256), repeats: int = 9,

@@ -17,6 +17,7 @@ TEMPLATE = "speed.html.j2"
 SIZES = {"B": 4, "H": 64, "N": 64, "heads": 8, "dtype": "float32"}
 LENGTHS = (256, 1024, 4096, 16384)
 QUICK_LENGTHS = (256, 1024)
+BUDGET_MS = 1500.0  # a call slower than this is not timed at the next, 4x longer, L (shown as "-")
 KINDS = ("rotrnn", "lru", "dlr")
 MODES = ("sequential", "scan", "conv", "step")
 
@@ -34,18 +35,24 @@ def _timer(backend: str, kind: str, mode: str, L: int):
 
 
 def compute(quick: bool, progress) -> tuple[dict, dict]:
-    from linrnn.impls.torch.bench import median_ms
+    from linrnn.impls.bench import median_ms
 
     lengths = QUICK_LENGTHS if quick else LENGTHS
     cases = [(b, k, m, L) for b in ("torch", "jax") for k in KINDS for m in MODES for L in lengths]
-    rows, devices = [], {}
+    rows, devices, too_slow = [], {}, set()
     for i, (backend, kind, mode, L) in enumerate(cases):
         progress(i, len(cases), f"{backend} {kind} {mode} L={L}")
+        if (backend, kind, mode) in too_slow:   # a step loop in Python: 4x longer again would blow the budget
+            rows.append({"backend": backend, "mixer": kind, "mode": mode, "L": L, "ms": None, "us_per_position": None})
+            continue
         forward, devices[backend] = _timer(backend, kind, mode, L)
         ms = median_ms(forward, repeats=3, warmup=1)
+        if ms > BUDGET_MS:
+            too_slow.add((backend, kind, mode))
         rows.append({"backend": backend, "mixer": kind, "mode": mode, "L": L, "ms": ms, "us_per_position": 1e3 * ms / L})
     progress(len(cases), len(cases), "done")
-    return {"rows": rows, "plot": plot(rows, lengths)}, {**SIZES, "lengths": list(lengths), "devices": devices}
+    return ({"rows": rows, "plot": plot(rows, lengths)},
+            {**SIZES, "lengths": list(lengths), "devices": devices, "budget_ms": BUDGET_MS})
 
 
 def plot(rows: list[dict], lengths) -> str:
@@ -58,7 +65,7 @@ def plot(rows: list[dict], lengths) -> str:
         for backend in ("torch", "jax"):
             for mode in MODES:
                 pts = sorted((r["L"], r["ms"]) for r in rows if r["mixer"] == kind and r["backend"] == backend
-                             and r["mode"] == mode)
+                             and r["mode"] == mode and r["ms"] is not None)
                 if pts:
                     ax.plot(*np.array(pts).T, styles[backend], marker=markers[mode], ms=3, label=f"{backend} {mode}")
         ax.set(xscale="log", yscale="log", title=kind, xlabel="L", xticks=list(lengths))

@@ -9,9 +9,6 @@ import shutil
 
 import pytest
 
-from linrnn.reports import report_cli
-from linrnn.reports.render import render
-from linrnn.reports.results import read_results
 from linrnn.reports.sections import SECTIONS
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
@@ -22,10 +19,8 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--
 
 
 @pytest.fixture(scope="module")
-def page_path(tmp_path_factory):
-    out = tmp_path_factory.mktemp("browser")
-    assert report_cli.compute_all(str(out), quick=True) == []
-    return render(read_results([out], [s.NAME for s in SECTIONS]), SECTIONS, out)
+def page_path(quick_report):
+    return quick_report / "report.html"
 
 
 def open_page(path):
@@ -46,11 +41,22 @@ def test_page_has_no_console_errors_and_every_section_renders(page_path):
     try:
         assert [m for m in messages if m[0] in ("error", "warning", "pageerror")] == []
         assert requests == [], f"the page fetched {requests}"
-        for section in SECTIONS:
-            box = page.locator(f"section#{section.NAME}").bounding_box()
-            assert box is not None and box["height"] > 50, f"section {section.NAME} did not render"
+        for name in ["ledger", *(s.NAME for s in SECTIONS), "environment"]:
+            box = page.locator(f"section#{name}").bounding_box()
+            assert box is not None and box["height"] > 50, f"section {name} did not render"
+        assert page.locator("section#ledger table tr").count() == 1 + 18       # header + R1-R9, D1-D9
         assert page.locator("section#environment table tr").count() >= 2
         assert page.locator("#quick-note").is_visible()
+        plots = page.locator("svg")
+        assert plots.count() >= 2
+        for i in range(plots.count()):
+            box = plots.nth(i).bounding_box()
+            assert box is not None and box["width"] > 200 and box["height"] > 100, f"plot {i} renders at {box}"
+        formulas = page.locator("math")
+        assert formulas.count() >= 10
+        for i in range(min(formulas.count(), 40)):
+            box = formulas.nth(i).bounding_box()
+            assert box is not None and box["width"] > 5 and box["height"] > 5, f"formula {i} renders at {box}"
     finally:
         browser.close()
         pw.stop()

@@ -1,0 +1,199 @@
+"""A task x model x seed grid of training runs on the synthetic tasks, one summary row per run.
+
+    rows = run_grid(["shift", "context_shift"], ["dlr", "lru", "rotrnn"], "torch", length=64, steps=600,
+                    out_dir="runs/grid", seeds=(0, 1), lr=3e-3)
+
+Every run is `linrnn.tasks.train.train` with a `TrainConfig` built as
+
+    TrainConfig defaults  <-  COMMON  <-  model_defaults(model, length)  <-  **train_overrides
+
+in its own directory `out_dir/<task>-<model>-<backend>-L<length>-s<seed>/` (config.json, metrics.jsonl,
+checkpoint.npz, results.json). A run that diverges (`TrainingDiverged`) gives a row with status
+"diverged", its message and no metrics; the grid goes on.
+
+The defaults are one setting for all three models, chosen to be fair to each (DLR.md sections 2, 3
+and 6; ROTRNN.md section 4; the LRU paper's ring initialisation):
+
+* the same deep model: one residual block (as DLR's 1-layer atomic-task runs), H = 32, LayerNorm,
+  post-norm (DLR's setting for these tasks), no dropout;
+* the same state: `modes` = max(64, L) complex eigenvalues per layer for every model (DLR: N = modes;
+  LRU: N = modes; RotRNN: 8 heads of d_state = modes / 4 real coordinates, i.e. modes 2x2 rotation
+  blocks). N >= L lets DLR's periodic initialisation express every lag 0..L-1 (claim D3);
+* each model's initialisation set for long memory, as its paper does for its longest tasks: DLR
+  dt_min = dt_max = 1e-5 (the atomic tasks' setting, |lambda| = exp(-5e-6)); LRU |lambda| on the ring
+  [0.999, 0.9999] (the LRU paper's Path-X ring) with phases on the whole circle; RotRNN
+  gamma in [0.999, 0.9999] (its Path-X sweep), theta on the whole circle;
+* the same optimiser and schedule: AdamW, peak lr 3e-3 for every parameter (recurrence included, as
+  DLR's Lambda and W rates equal the global one), no weight decay, global-norm clipping at 1,
+  linear warm-up over the first 10% of the steps then cosine decay to 0, batch 16.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from linrnn.impls.errors import LinrnnError
+from linrnn.tasks.config import BACKENDS, MODELS, TrainConfig
+from linrnn.tasks.synthetic import TASKS
+from linrnn.tasks.train import TrainingDiverged, train
+
+# Fields every model shares (see the module docstring). Warm-up and evaluation cadence follow `steps`.
+COMMON: dict[str, Any] = {
+    "d_model": 32,          # H
+    "n_layers": 1,          # DLR's atomic-task depth
+    "norm": "layer",
+    "prenorm": False,       # DLR's atomic tasks: LayerNorm after the residual
+    "dropout": 0.0,
+    "lr": 3e-3,             # one peak rate for every parameter
+    "recurrence_lr": None,  # = lr
+    "weight_decay": 0.0,
+    "grad_clip": 1.0,
+    "schedule": "cosine",
+    "batch_size": 16,
+    "eval_batches": 4,
+}
+WARMUP_FRACTION = 0.1       # warm-up steps = 10% of the run
+EVALUATIONS = 20            # evaluations per run (and one at the end)
+LOSS_POINTS = 100           # the train-loss curve of a row is thinned to about this many window means
+
+
+def modes(length: int) -> int:
+    """Complex eigenvalues per layer: at least L, so that DLR's periodic initialisation covers every lag."""
+    return max(64, length)
+
+
+def model_defaults(model: str, length: int) -> dict[str, Any]:
+    """The state size and the initialisation ranges of `model` at task length L (module docstring)."""
+    n = modes(length)
+    if model == "dlr":
+        return {"d_state": n, "dt_min": 1e-5, "dt_max": 1e-5}
+    if model == "lru":
+        return {"d_state": n, "r_min": 0.999, "r_max": 0.9999}
+    if model == "rotrnn":
+        heads = 8
+        return {"heads": heads, "d_state": 2 * n // heads, "gamma_min": 0.999, "gamma_max": 0.9999}
+    raise LinrnnError(f"model: expected one of {', '.join(MODELS)}, found {model!r}")
+
+
+def grid_config(task: str, model: str, backend: str, length: int, steps: int, seed: int = 0,
+                **train_overrides) -> TrainConfig:
+    """The resolved TrainConfig of one grid run (TrainConfig checks every field)."""
+    values: dict[str, Any] = {**COMMON, **model_defaults(model, length),
+                              "warmup_steps": int(WARMUP_FRACTION * steps),
+                              "eval_every": max(1, steps // EVALUATIONS), "checkpoint_every": steps}
+    values.update(train_overrides)
+    values.update(task=task, model=model, backend=backend, length=length, steps=steps, seed=seed)
+    return TrainConfig(**values)
+
+
+def thin(losses: list[float], points: int = LOSS_POINTS) -> dict[str, list]:
+    """Window means of a per-step loss curve: {"step": last step of each window, "loss": its mean}."""
+    window = max(1, math.ceil(len(losses) / points))
+    steps, means = [], []
+    for start in range(0, len(losses), window):
+        chunk = losses[start:start + window]
+        steps.append(start + len(chunk))
+        means.append(sum(chunk) / len(chunk))
+    return {"step": steps, "loss": means}
+
+
+def run_name(config: TrainConfig) -> str:
+    return f"{config.task}-{config.model}-{config.backend}-L{config.length}-s{config.seed}"
+
+
+def _check_names(kind: str, names: Iterable[str], valid: Iterable[str]) -> list[str]:
+    names, valid = list(names), list(valid)
+    if not names:
+        raise LinrnnError(f"{kind}: expected at least one of {', '.join(valid)}")
+    bad = [n for n in names if n not in valid]
+    if bad:
+        raise LinrnnError(f"{kind}: expected names from {', '.join(valid)}, found {', '.join(map(repr, bad))}")
+    return names
+
+
+def run_grid(tasks: Iterable[str], models: Iterable[str], backend: str, length: int, steps: int,
+             out_dir: str | Path, seeds: Iterable[int] = (0,),
+             progress: Callable[[int, int, str], None] | None = None, **train_overrides) -> list[dict]:
+    """Train every task x model x seed (in that order) and return one summary row per run.
+
+    tasks, models     names from TASKS and ("rotrnn", "lru", "dlr")
+    backend           "torch" or "jax"
+    length, steps     the task's L and the optimiser steps of every run
+    out_dir           one run directory per run is made under it
+    seeds             the runs' seeds (task stream, initialisation, dropout)
+    progress          progress(done, total, what), called before each run and once at the end
+    train_overrides   TrainConfig fields that replace the defaults (e.g. lr=1e-3, n_layers=2)
+
+    Row: task, model, backend, length, seed, steps, status ("ok" | "diverged"), error, seconds,
+    seconds_per_step, mse, r2 (final evaluation; None if diverged), evaluations [{step, mse, r2}],
+    train_loss {step, loss} (thinned), config (the resolved TrainConfig), run_dir.
+    """
+    tasks = _check_names("tasks", tasks, TASKS)
+    models = _check_names("models", models, MODELS)
+    if backend not in BACKENDS:
+        raise LinrnnError(f"backend: expected one of {', '.join(BACKENDS)}, found {backend!r}")
+    seeds = list(seeds)
+    if not seeds:
+        raise LinrnnError("seeds: expected at least one seed")
+    # Every config is built (and checked) before the first run starts: a bad override fails at once.
+    configs = [grid_config(t, m, backend, length, steps, s, **train_overrides)
+               for t in tasks for m in models for s in seeds]
+    out_dir = Path(out_dir)
+    rows = []
+    for i, config in enumerate(configs):
+        name = run_name(config)
+        if progress:
+            progress(i, len(configs), name)
+        tic = time.perf_counter()
+        row: dict[str, Any] = {"task": config.task, "model": config.model, "backend": config.backend,
+                               "length": config.length, "seed": config.seed, "steps": config.steps}
+        try:
+            result = train(config, out_dir / name, progress=False)
+        except TrainingDiverged as err:
+            row.update(status="diverged", error=str(err), seconds=time.perf_counter() - tic,
+                       seconds_per_step=None, mse=None, r2=None, evaluations=[], train_loss=thin([]))
+        else:
+            final = result.evaluations[-1]
+            row.update(status="ok", error=None, seconds=time.perf_counter() - tic,
+                       seconds_per_step=result.seconds_per_step, mse=final["mse"], r2=final["r2"],
+                       evaluations=result.evaluations, train_loss=thin(result.losses))
+        row.update(config=config.to_dict(), run_dir=str(out_dir / name))
+        rows.append(row)
+    if progress:
+        progress(len(configs), len(configs), "done")
+    return rows
+
+
+def write_rows(path: str | Path, rows: list[dict], command: str | None = None) -> Path:
+    """The rows as JSON, with the code version, the machine and the command that made them."""
+    from linrnn.impls.provenance import code_version, library_versions, machine
+
+    path = Path(path)
+    record = {"schema_version": 1, "command": command, "code_version": code_version(), "machine": machine(),
+              "libraries": library_versions(), "defaults": {"common": COMMON, "warmup_fraction": WARMUP_FRACTION,
+                                                            "evaluations": EVALUATIONS},
+              "rows": rows}
+    try:
+        if path.parent != Path(""):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record, indent=1))
+    except OSError as err:
+        raise LinrnnError(f"--json: cannot write {path}: {err.strerror or err}") from None
+    return path
+
+
+def table(rows: list[dict]) -> str:
+    """A plain-text table: task, model, seed, final R^2, MSE, ms/step."""
+    lines = [f"{'task':<20} {'model':<7} {'seed':>4} {'R^2':>9} {'MSE':>10} {'ms/step':>8}"]
+    for r in rows:
+        if r["status"] != "ok":
+            lines.append(f"{r['task']:<20} {r['model']:<7} {r['seed']:>4} {'diverged':>9}")
+            continue
+        lines.append(f"{r['task']:<20} {r['model']:<7} {r['seed']:>4} {r['r2']:>9.4f} {r['mse']:>10.3e} "
+                     f"{1e3 * r['seconds_per_step']:>8.1f}")
+    return "\n".join(lines)
