@@ -1,0 +1,44 @@
+"""PyTorch vs JAX on the same bundles: outputs and the gradients of one scalar loss, every mixer x mode x dtype.
+
+Random bundles (each paper's initialisation, decays reaching 0.9999) and inputs; shapes come from a
+small fixed set (odd lengths, bidirectional; L = 1 is in the crosscheck tests) so that JAX compiles each once per process. The
+gradient is one vector of one backward pass: every part (input and each raw parameter) is measured
+against the size of the whole vector (see `linrnn.reports.crosscheck`).
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from linrnn.impls.init import init
+from linrnn.impls.reference import spectral_radius
+from linrnn.impls.tolerance import assert_close
+from linrnn.reports.crosscheck import (KINDS, MODES, Shape, applicable, jax_output_and_grads, mixer_config,
+                                       torch_output_and_grads)
+
+SHAPES = (Shape(2, 7, 3, 4, False, True), Shape(1, 9, 2, 2, True, True))   # L = 1: crosscheck tests
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", KINDS)
+@settings(max_examples=4, deadline=None)
+@given(shape=st.sampled_from(SHAPES), seed=st.integers(0, 2**16))
+def test_torch_and_jax_agree_on_outputs_and_gradients(kind, mode, dtype, shape, seed):
+    cfg = mixer_config(kind, shape)
+    if not applicable(cfg, mode):
+        cfg = mixer_config(kind, Shape(shape.B, shape.L, shape.H, shape.N, False, shape.near_one))
+    bundle = init(cfg, seed)
+    rng = np.random.default_rng(seed)
+    u = rng.standard_normal((shape.B, shape.L, shape.H))
+    w = rng.standard_normal((shape.B, shape.L, shape.H))
+    r = spectral_radius(cfg, bundle.params)
+    y_t, g_t = torch_output_and_grads(bundle, u, w, mode, dtype)
+    y_j, g_j = jax_output_and_grads(bundle, u, w, mode, dtype)
+    assert_close(f"{kind} {mode} output", y_t, y_j, "forward", dtype, shape.L, r)
+    assert set(g_t) == set(g_j) == {"input", *bundle.params}
+    g_scale = max(float(np.max(np.abs(g))) for g in g_t.values())
+    for key in g_t:
+        assert_close(f"{kind} {mode} d loss / d {key}", g_t[key], g_j[key], "gradient", dtype, shape.L, r,
+                     scale=g_scale)
