@@ -2,6 +2,8 @@
 
     linrnn train [--config FILE] [--task shift --model dlr --backend torch --length 256 --steps N ...] [--out DIR] [--resume]
     linrnn tasks sample --task NAME --length L [--batch B] [--seed S] --out FILE.npz [--dtype float32|float64]
+    linrnn tasks grid --tasks shift,context_shift|all --models dlr,lru,rotrnn --backend torch --length L
+                      --steps N [--seeds 0,1] --out DIR [--json FILE] [--set FIELD=VALUE ...]
 
 writes one batch (batch 0 of the stream of seed S) as `inputs`, `targets` and `mask` arrays in an
 .npz file that loads without pickle, and prints one line with the shapes. Every bad value raises
@@ -21,10 +23,11 @@ from linrnn.tasks.synthetic import DTYPES, TASKS, make_task
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `tasks` and its sub-commands to the main parser's sub-commands."""
-    parser = subparsers.add_parser("tasks", help="synthetic tasks of the DLR paper: sample batches")
+    parser = subparsers.add_parser("tasks", help="synthetic tasks of the DLR paper: sample batches, train a grid")
     commands = parser.add_subparsers(dest="tasks_command", metavar="SUBCOMMAND")
     commands.required = True
     register_sample(commands)
+    register_grid(commands)
     register_train(subparsers)
 
 
@@ -43,6 +46,84 @@ def register_sample(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, help="the .npz file to write (overwritten)")
     parser.add_argument("--dtype", default="float32", help=f"one of: {', '.join(DTYPES)} (default float32)")
     parser.set_defaults(func=run_sample)
+
+
+def register_grid(commands: argparse._SubParsersAction) -> None:
+    """Add `tasks grid`: train every task x model x seed (tasks/grid.py), print a table, write the rows as JSON."""
+    parser = commands.add_parser(
+        "grid",
+        help="train a task x model x seed grid and print the final R^2, MSE and time per step",
+        description="Train every task x model x seed with the grid's defaults (tasks/grid.py); one run "
+                    "directory each under --out; print a table; write the rows to --json (default OUT/grid.json).",
+    )
+    parser.add_argument("--tasks", required=True, help=f"comma-separated, or 'all': {', '.join(TASKS)}")
+    parser.add_argument("--models", default="dlr,lru,rotrnn", help="comma-separated (default dlr,lru,rotrnn)")
+    parser.add_argument("--backend", default="torch", help="torch or jax (default torch)")
+    parser.add_argument("--length", required=True, help="the tasks' L")
+    parser.add_argument("--steps", required=True, help="optimiser steps of every run")
+    parser.add_argument("--seeds", default="0", help="comma-separated non-negative integers (default 0)")
+    parser.add_argument("--out", required=True, help="directory of the run directories")
+    parser.add_argument("--json", default=None, help="file for the rows (default OUT/grid.json)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+                        help="override a TrainConfig field of every run, e.g. --set lr=3e-3 (repeatable)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.set_defaults(func=run_grid_command)
+
+
+def _names(flag: str, text: str, valid) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if names == ["all"]:
+        return list(valid)
+    bad = [n for n in names if n not in valid]
+    if not names or bad:
+        raise LinrnnError(f"{flag}: expected a comma-separated list of {', '.join(valid)} (or all), found {text!r}")
+    return names
+
+
+def run_grid_command(args: argparse.Namespace) -> int:
+    import os
+    import shlex
+    import sys
+
+    from linrnn.tasks.config import MODELS, TrainConfig
+    from linrnn.tasks.grid import run_grid, table, write_rows
+
+    tasks = _names("--tasks", args.tasks, TASKS)
+    models = _names("--models", args.models, MODELS)
+    seeds = [_integer("--seeds", s.strip()) for s in args.seeds.split(",")]
+    if any(s < 0 for s in seeds):
+        raise LinrnnError(f"--seeds: expected non-negative integers, found {args.seeds!r}")
+    defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+    fixed = {"task", "model", "backend", "length", "steps", "seed"}
+    overrides = {}
+    for item in args.overrides:
+        name, sep, text = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or name not in defaults or name in fixed:
+            raise LinrnnError(f"--set: expected FIELD=VALUE with FIELD a TrainConfig field other than "
+                              f"{', '.join(sorted(fixed))}, found {item!r}")
+        try:
+            overrides[name] = _parse_field(name, text.strip(), defaults[name])
+        except LinrnnError as err:   # name the flag that was given, not train's --field
+            raise LinrnnError(str(err).replace("--" + name.replace("_", "-"), f"--set {name}", 1)) from None
+
+    json_path = args.json or f"{args.out}/grid.json"
+    if os.path.isdir(json_path):   # found before hours of training, not after
+        raise LinrnnError(f"--json: expected a file path, found the directory {json_path!r}")
+
+    def progress(done: int, total: int, what: str) -> None:
+        if not args.quiet and done < total:
+            print(f"[{done + 1}/{total}] {what}", file=sys.stderr, flush=True)
+
+    rows = run_grid(tasks, models, args.backend, _integer("--length", args.length), _integer("--steps", args.steps),
+                    args.out, seeds=seeds, progress=progress, **overrides)
+    command = ["linrnn", "tasks", "grid", "--tasks", ",".join(tasks), "--models", ",".join(models), "--backend",
+               args.backend, "--length", args.length, "--steps", args.steps, "--seeds", ",".join(map(str, seeds)),
+               "--out", args.out] + [a for item in args.overrides for a in ("--set", item)]
+    path = write_rows(json_path, rows, command=" ".join(map(shlex.quote, command)))
+    print(table(rows))
+    print(f"{len(rows)} run(s); rows in {path}")
+    return 0
 
 
 def register_train(subparsers: argparse._SubParsersAction) -> None:

@@ -11,6 +11,6 @@ A section is a module with:
 
 from __future__ import annotations
 
-from linrnn.reports.sections import crosscheck, reference, speed, theory
+from linrnn.reports.sections import crosscheck, norms, reference, speed, tasks, theory
 
-SECTIONS = (reference, crosscheck, theory, speed)
+SECTIONS = (reference, crosscheck, theory, speed, tasks, norms)

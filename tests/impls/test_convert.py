@@ -70,7 +70,7 @@ def test_rotrnn_to_lru_parameters_follow_the_documented_convention():
     assert np.array_equal(q["nu_log"], np.repeat(p["gamma_log"], 3))            # the same number, no rounding
     # log sqrt(1 - |lambda|^2), with 1 - gamma^2 = -expm1(-2 exp(gamma_log)) as the reference computes it
     assert np.array_equal(q["gamma_log"], np.repeat(np.log(np.sqrt(-np.expm1(-2 * np.exp(p["gamma_log"])))), 3))
-    np.testing.assert_allclose(np.exp(q["gamma_log"]), np.repeat(np.sqrt(1 - gamma**2), 3), rtol=1e-12)
+    assert_close("exp(gamma_log)", np.repeat(np.sqrt(1 - gamma**2), 3), np.exp(q["gamma_log"]), "identity", "float64")
     head_norms = (q["B_re"] ** 2 + q["B_im"] ** 2).reshape(2, 3, -1).sum(axis=(1, 2))
     assert_close("per-head ||B||_F^2 of the LRU", np.ones(2), head_norms, "identity", "float64")
     assert_close("LRU phases", p["theta"].reshape(-1), np.exp(q["theta_log"]), "identity", "float64")

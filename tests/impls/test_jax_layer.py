@@ -78,8 +78,9 @@ def test_dlr_truncated_kernel_runs_only_as_a_convolution():
 # -- RotRNN against an oracle more precise than the float64 reference -----------------------------------
 
 def test_rotrnn_with_unit_normal_M_matches_a_40_digit_oracle():
-    """With M ~ N(0, 1) (the default init) scipy's expm in the reference loses orthogonality by up to 1e-13;
-    this side (jax.scipy expm, complex pairs) stays at float64 accuracy against a 40-digit mpmath run."""
+    """With M ~ N(0, 1) (the default init) SciPy's scaling-and-squaring expm loses orthogonality by up to
+    1e-13 (why the reference computes P by eigh); this side (jax.scipy expm, complex pairs) stays at float64
+    accuracy against a 40-digit mpmath run."""
     cfg = RotRNNConfig(d_model=3, d_state=4, heads=2, gamma_max=0.9999)
     p = init(cfg, 1).params
     u = rng.standard_normal((1, 7, 3))

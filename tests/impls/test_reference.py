@@ -47,7 +47,7 @@ def test_rotrnn_rotated_pairs_are_complex_multiplications():
     x = rng.standard_normal(6)
     z = (x[0::2] + 1j * x[1::2]) * np.exp(1j * theta[0])
     rotated = rotrnn.block_rotation(theta)[0] @ x
-    np.testing.assert_allclose(rotated[0::2] + 1j * rotated[1::2], z, rtol=0, atol=1e-15)
+    assert_close("rotated pairs", z, rotated[0::2] + 1j * rotated[1::2], "identity", "float64")
 
 
 def test_lru_equals_its_equation_mode_by_mode():
@@ -89,7 +89,7 @@ def test_dlr_bidirectional_counts_lag_zero_once():
     K = dlr.kernel(p, 5)[:, 0]
     K_rev = dlr.kernel(p, 5, "_rev")[:, 0]
     expected = [K_rev[1], K_rev[0], K[0] + p["D"][0], K[1], K[2]]   # y_t += K_rev_j u_{t+1+j}
-    np.testing.assert_allclose(y, expected, rtol=1e-13)
+    assert_close("impulse response", expected, y, "forward", "float64", 5)
 
 
 def test_lru_and_rotrnn_bidirectional_include_the_current_input_backwards():
@@ -103,7 +103,8 @@ def test_lru_and_rotrnn_bidirectional_include_the_current_input_backwards():
         K = (lru.kernel(p, 4) if cfg.kind == "lru" else rotrnn.kernel(p, cfg, 4))
         K_rev = (lru.kernel(p, 4, "_rev") if cfg.kind == "lru" else rotrnn.kernel(p, cfg, 4, "C_rev"))
         # an impulse at t = 0 reaches y_0 through both directions' lag 0
-        np.testing.assert_allclose(y[0], K[0][:, 0] + K_rev[0][:, 0] + p["D"] * u[0, 0], rtol=1e-12)
+        assert_close("lag 0 of both directions", K[0][:, 0] + K_rev[0][:, 0] + p["D"] * u[0, 0], y[0],
+                     "forward", "float64", 4)
         assert forward_only.config.bidirectional is False
 
 
@@ -194,7 +195,8 @@ def test_model_with_embedding_and_bad_tokens():
     tokens = np.array([[0, 4, 2], [1, 1, 3]])
     emb = bundle.params["encoder.weight"][tokens]
     assert forward(bundle, tokens).shape == (2, 2)
-    assert np.allclose(forward(bundle, tokens, mode="conv"), forward(bundle, tokens), rtol=1e-12, atol=0)
+    assert_close("model conv vs sequential", forward(bundle, tokens), forward(bundle, tokens, mode="conv"),
+                 "forward", "float64", 3)
     assert emb.shape == (2, 3, 4)
     with pytest.raises(LinrnnError, match=r"expected token ids in \[0, 5\), found ids in \[0, 5\]"):
         forward(bundle, np.array([[0, 5]]))

@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
+from linrnn.impls.tolerance import tolerance
 from linrnn.reports.montecarlo import QUICK, STARTS
 from linrnn.reports.render import render
 from linrnn.reports.results import read_results, write_result
@@ -49,7 +50,8 @@ def test_monte_carlo_matches_the_closed_forms_in_both_frameworks(computed):
         mean, closed, se = (np.array(c[k]) for k in ("mean", "closed", "std_error"))
         assert np.all(np.abs(mean - closed) <= mc["z_family"] * se)
         assert c["within_ci"] >= 0.8
-    assert all(v <= 1e-12 for v in mc["state_mismatch"].values())
+    # the returned final state equals the last output of the identity read-out (C = I, D = 0)
+    assert all(v <= tolerance("state", "float64", QUICK.T).rtol for v in mc["state_mismatch"].values())
     r3 = {row["start"]: row for row in data["r3"]}
     assert not r3["zero"]["constant"] and r3["stationary"]["constant"] and r3["unit_first_input"]["constant"]
     for head in r3["zero"]["heads"]:                         # E||x_1||^2 = 1 - gamma^2 from x_0 = 0, far below 1

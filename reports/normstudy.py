@@ -1,0 +1,215 @@
+"""The measurements of the hidden-state-norm study (the report section `sections/norms.py`).
+
+One training run of a RotRNN or an LRU deep model with the torch backend, measured every few steps on
+one fixed validation batch: each block's mixer input (a forward hook), the state trajectory computed
+from it by the float64 reference, and, after every optimiser step, the LRU's gamma_log drift (R9) and
+the orthogonality of RotRNN's P (R1). The section's docstring states what is recorded and why.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+def train_config(model: str, seed: int, setup: dict):
+    from linrnn.tasks.config import TrainConfig
+
+    low, high = setup["ring"]
+    per_model = ({"d_state": setup["rotrnn_d_state"], "heads": setup["heads"], "gamma_min": low, "gamma_max": high}
+                 if model == "rotrnn" else {"d_state": setup["lru_d_state"], "r_min": low, "r_max": high})
+    return TrainConfig(task=setup["task"], length=setup["length"], model=model, d_model=setup["d_model"],
+                       n_layers=setup["n_layers"], lr=setup["lr"], schedule="cosine", steps=setup["steps"],
+                       warmup_steps=int(setup["warmup_fraction"] * setup["steps"]), batch_size=setup["batch_size"],
+                       seed=seed, backend="torch", dtype="float32", eval_batches=2, **per_model)
+
+
+# -- measurements -------------------------------------------------------------------------------
+
+def state_norms(mixer, u: np.ndarray) -> tuple[np.ndarray, float]:
+    """||x_t|| of every state (float64 reference), and the input alignment of B.
+
+    u (B L H) float64 -> (B L) norms (RotRNN: per-head norms averaged over heads; LRU: the norm of the
+    complex state), and alignment = E||B u_t||^2 / (||B||_F^2 E||u_t||^2 / H), averaged over heads: 1 for
+    inputs isotropic across features, the case in which RotRNN's xi = sqrt(1 - gamma^2) / ||B||_F
+    normalises exactly (it also assumes inputs white in time).
+    """
+    from linrnn.impls.reference import lru, rotrnn
+
+    bundle = mixer.to_bundle()
+    p, H = bundle.params, u.shape[-1]
+    power = np.mean(np.sum(u**2, axis=-1)) / H                                   # E||u_t||^2 / H
+    if bundle.config.kind == "rotrnn":
+        states = rotrnn.trajectory(p, bundle.config, u)                          # (B L heads N)
+        gain = np.mean(np.sum(np.einsum("hnd,bld->blhn", p["B"], u) ** 2, axis=-1), axis=(0, 1))  # (heads,)
+        alignment = float(np.mean(gain / (np.sum(p["B"] ** 2, axis=(1, 2)) * power)))
+        return np.linalg.norm(states, axis=-1).mean(axis=-1), alignment
+    states = lru.trajectory(p, bundle.config, u)                                 # (B L N) complex
+    Bc = p["B_re"] + 1j * p["B_im"]                                              # (N H)
+    alignment = float(np.mean(np.sum(np.abs(u @ Bc.T) ** 2, axis=-1)) / (np.sum(np.abs(Bc) ** 2) * power))
+    return np.linalg.norm(states, axis=-1), alignment
+
+
+def mixer_inputs(model, inputs) -> list[np.ndarray]:
+    """Each block's mixer input on `inputs`, captured by forward hooks in evaluation mode.     -> [(B L H)]"""
+    import torch
+
+    captured: dict[int, np.ndarray] = {}
+    hooks = [block.mixer.register_forward_hook(
+        lambda module, args, output, i=i: captured.__setitem__(i, args[0].detach().double().cpu().numpy()))
+        for i, block in enumerate(model.layers)]
+    model.eval()
+    try:
+        with torch.no_grad():
+            model(inputs)
+    finally:
+        for h in hooks:
+            h.remove()
+    return [captured[i] for i in range(len(model.layers))]
+
+
+def orthogonality(model) -> dict[str, float]:
+    """|P^T P - I| after a step, over every head of every layer.
+
+    P is computed in float64 from the trained M with the model's own route; its tolerance per head is
+    the table's `expm_orthogonality` at scale n * max(1, ||M - M^T||_2). Returns the max error, the
+    max ratio error / tolerance, the smallest tolerance, and the max error of the float32 P the model
+    computes in training (for information: float32 has no entry in the table).
+    """
+    import torch
+
+    from linrnn.impls.tolerance import scaled_tolerance
+    from linrnn.impls.torch.rotrnn import orthogonal
+
+    out = {"max_error": 0.0, "max_ratio": 0.0, "min_tolerance": math.inf, "max_error_float32": 0.0}
+    with torch.no_grad():
+        for block in model.layers:
+            M = block.mixer.M.detach().cpu()                                       # (heads N N)
+            n = M.shape[-1]
+            for dtype, key in ((torch.float64, "max_error"), (torch.float32, "max_error_float32")):
+                P = orthogonal(M.to(dtype))
+                err = (P.transpose(1, 2) @ P - torch.eye(n, dtype=dtype)).abs().amax(dim=(1, 2))  # (heads,)
+                out[key] = max(out[key], float(err.max()))
+                if dtype == torch.float64:
+                    S = M.double() - M.double().transpose(1, 2)
+                    norms = torch.linalg.matrix_norm(S, ord=2)                     # (heads,)
+                    tols = [scaled_tolerance("expm_orthogonality", "float64", n * max(1.0, float(s))) for s in norms]
+                    out["max_ratio"] = max(out["max_ratio"], max(float(e) / t for e, t in zip(err, tols)))
+                    out["min_tolerance"] = min(out["min_tolerance"], min(tols))
+    return out
+
+
+def gamma_drift(model) -> list[tuple[float, float, float]]:
+    """Per LRU layer: (max |drift|, mean |drift|, max |gamma_log|), drift = gamma_log - log sqrt(1 - |lambda|^2)."""
+    out = []
+    for block in model.layers:
+        m = block.mixer
+        nu_log = m.nu_log.detach().double().cpu().numpy()
+        gamma_log = m.gamma_log.detach().double().cpu().numpy()
+        normaliser = 0.5 * np.log(-np.expm1(-2.0 * np.exp(nu_log)))       # log sqrt(1 - |lambda|^2), no cancellation
+        drift = np.abs(gamma_log - normaliser)
+        out.append((float(drift.max()), float(drift.mean()), float(np.abs(gamma_log).max())))
+    return out
+
+
+# -- one training run ---------------------------------------------------------------------------
+
+class DriftTrack:
+    """R9 on an LRU run: the per-layer drift after every step; curves kept at the measurement steps."""
+
+    def __init__(self, layers: int):
+        self.curves = {"step": [], "max": [[] for _ in range(layers)], "mean": [[] for _ in range(layers)]}
+        self.worst = [0.0] * layers
+        self.floor = 0.0            # the drift of the float32-rounded initialisation, at least eps32 * |gamma_log|
+
+    def after(self, model, step: int, keep: bool) -> None:
+        drifts = gamma_drift(model)
+        for i, (dmax, dmean, gmax) in enumerate(drifts):
+            self.worst[i] = max(self.worst[i], dmax)
+            if step == 0:
+                self.floor = max(self.floor, dmax, EPS32 * gmax)
+            if keep:
+                self.curves["max"][i].append(dmax)
+                self.curves["mean"][i].append(dmean)
+        if keep:
+            self.curves["step"].append(step)
+
+    def result(self, steps: int) -> tuple[str, dict]:
+        return "drift", {**self.curves, "worst_max": self.worst, "rounding_floor": self.floor}
+
+
+class OrthogonalityTrack:
+    """R1 on a RotRNN run: |P^T P - I| after every step; curves kept at the measurement steps."""
+
+    KEYS = ("max_error", "max_ratio", "max_error_float32")
+
+    def __init__(self, layers: int):
+        self.curves = {"step": [], **{k: [] for k in self.KEYS}}
+        self.worst = {**{k: 0.0 for k in self.KEYS}, "min_tolerance": math.inf}
+
+    def after(self, model, step: int, keep: bool) -> None:
+        o = orthogonality(model)
+        for k in self.KEYS:
+            self.worst[k] = max(self.worst[k], o[k])
+            if keep:
+                self.curves[k].append(o[k])
+        self.worst["min_tolerance"] = min(self.worst["min_tolerance"], o["min_tolerance"])
+        if keep:
+            self.curves["step"].append(step)
+
+    def result(self, steps: int) -> tuple[str, dict]:
+        return "orthogonality", {**self.curves, "worst": {**self.worst, "steps_checked": steps + 1}}
+
+
+def run(model_name: str, seed: int, setup: dict) -> dict:
+    """Train one model with the torch adapter (tasks/train.py's step, schedule and clipping) and measure."""
+    import torch
+
+    from linrnn.impls.errors import LinrnnError
+    from linrnn.impls.init import init
+    from linrnn.tasks.schedule import lr_factor
+    from linrnn.tasks.torch_adapter import Adapter
+    from linrnn.tasks.train import evaluate
+
+    cfg = train_config(model_name, seed, setup)
+    adapter = Adapter(init(cfg.model_config(), seed), cfg)
+    model, task, layers = adapter.model, cfg.train_task(), cfg.n_layers
+    fixed = cfg.validation_task().batch(0).inputs[: setup["eval_batch_size"]]              # (B L_in d_in)
+    fixed = torch.from_numpy(np.ascontiguousarray(fixed)).to(model.dtype)
+    track = DriftTrack(layers) if model_name == "lru" else OrthogonalityTrack(layers)
+    record: dict = {"model": model_name, "seed": seed, "measured_steps": [], "norm": [[] for _ in range(layers)],
+                    "input_norm": [[] for _ in range(layers)], "alignment": [[] for _ in range(layers)], "losses": []}
+
+    def measure(step: int) -> None:
+        record["measured_steps"].append(step)
+        record["norm_t"] = []                                  # kept from the last measurement only
+        for i, u in enumerate(mixer_inputs(model, fixed)):
+            norms, alignment = state_norms(model.layers[i].mixer, u)      # (B L), float
+            record["norm"][i].append(float(norms.mean()))
+            record["alignment"][i].append(alignment)
+            record["input_norm"][i].append(float(np.linalg.norm(u, axis=-1).mean()))
+            record["norm_t"].append(norms.mean(axis=0).tolist())
+
+    measure(0)
+    track.after(model, 0, keep=True)
+    for step in range(cfg.steps):
+        factor = lr_factor(step, cfg.steps, cfg.warmup_steps, cfg.schedule)
+        loss = float(adapter.train_step(task.batch(step), step, cfg.lr * factor, cfg.lr * factor))
+        if not math.isfinite(loss):
+            raise LinrnnError(f"norms: {model_name} seed {seed} diverged at step {step} (loss {loss})")
+        record["losses"].append(loss)
+        done = step + 1
+        keep = done % setup["measure_every"] == 0 or done == cfg.steps
+        track.after(model, done, keep)                         # after every optimiser step
+        if keep:
+            measure(done)
+    key, value = track.result(cfg.steps)
+    record[key] = value
+    record["final"] = evaluate(adapter, cfg)
+    return record
+
+
+# -- summaries and verdicts ---------------------------------------------------------------------

@@ -1,0 +1,97 @@
+"""`run_grid` and `linrnn tasks grid`: one row per run with finite metrics, the JSON file, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from linrnn.impls.errors import LinrnnError
+from linrnn.reports.cli import main
+from linrnn.tasks.config import TrainConfig
+from linrnn.tasks.grid import grid_config, model_defaults, run_grid, thin
+
+TINY = dict(d_model=8, batch_size=2, eval_batches=1)     # every run a fraction of a second
+
+
+def test_grid_gives_one_row_per_run_with_finite_metrics_and_run_directories(tmp_path):
+    calls = []
+    rows = run_grid(["shift", "cumsum"], ["dlr", "lru"], "torch", length=8, steps=4, out_dir=tmp_path,
+                    seeds=(0, 1), progress=lambda done, total, what: calls.append((done, total, what)), **TINY)
+    assert [(r["task"], r["model"], r["seed"]) for r in rows] == [
+        (t, m, s) for t in ("shift", "cumsum") for m in ("dlr", "lru") for s in (0, 1)]
+    for r in rows:
+        assert r["status"] == "ok" and r["error"] is None
+        assert math.isfinite(r["mse"]) and math.isfinite(r["r2"]) and r["seconds_per_step"] > 0
+        assert r["evaluations"][-1] == {"step": 4, "mse": r["mse"], "r2": r["r2"]}
+        assert r["train_loss"]["step"][-1] == 4 and all(math.isfinite(x) for x in r["train_loss"]["loss"])
+        assert r["config"]["d_model"] == 8 and r["config"]["length"] == 8 and r["config"]["steps"] == 4
+        assert Path(r["run_dir"]).parent == tmp_path and (Path(r["run_dir"]) / "results.json").exists()
+    assert calls[0][:2] == (0, 8) and calls[-1] == (8, 8, "done")
+
+
+def test_defaults_give_every_model_the_same_number_of_complex_modes_and_dlr_n_at_least_l():
+    for L in (16, 64, 300):
+        dlr, lru, rot = (model_defaults(m, L) for m in ("dlr", "lru", "rotrnn"))
+        assert dlr["d_state"] >= L and dlr["dt_min"] == dlr["dt_max"] == 1e-5
+        assert lru["d_state"] == dlr["d_state"] == rot["heads"] * rot["d_state"] // 2
+    cfg = grid_config("shift", "rotrnn", "jax", 64, 200, seed=3, lr=1e-3)
+    assert isinstance(cfg, TrainConfig) and cfg.lr == 1e-3 and cfg.seed == 3 and cfg.warmup_steps == 20
+
+
+def test_thin_keeps_window_means_and_the_last_step():
+    curve = thin([float(k) for k in range(10)], points=3)
+    assert curve == {"step": [4, 8, 10], "loss": [1.5, 5.5, 8.5]}
+    assert thin([]) == {"step": [], "loss": []}
+
+
+def test_bad_names_and_overrides_fail_before_any_run(tmp_path):
+    with pytest.raises(LinrnnError, match="tasks: expected names from"):
+        run_grid(["shift", "nope"], ["dlr"], "torch", 8, 2, tmp_path)
+    with pytest.raises(LinrnnError, match="backend: expected one of torch, jax"):
+        run_grid(["shift"], ["dlr"], "tf", 8, 2, tmp_path)
+    with pytest.raises(LinrnnError, match="lr: expected a number"):
+        run_grid(["shift"], ["dlr"], "torch", 8, 2, tmp_path, lr=-1.0)
+    assert not any(tmp_path.iterdir())
+
+
+def test_cli_prints_the_table_and_writes_the_rows(tmp_path, capsys):
+    out, rows_file = tmp_path / "runs", tmp_path / "rows.json"
+    status = main(["tasks", "grid", "--tasks", "shift,context_shift", "--models", "dlr,rotrnn", "--length", "8",
+                   "--steps", "3", "--out", str(out), "--json", str(rows_file), "--quiet",
+                   "--set", "d_model=8", "--set", "batch_size=2", "--set", "eval_batches=1"])
+    assert status == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["task", "model", "seed", "R^2", "MSE", "ms/step"]
+    assert [line.split()[:2] for line in lines[1:5]] == [["shift", "dlr"], ["shift", "rotrnn"],
+                                                         ["context_shift", "dlr"], ["context_shift", "rotrnn"]]
+    assert str(rows_file) in lines[-1]
+    record = json.loads(rows_file.read_text())
+    assert len(record["rows"]) == 4 and record["command"].startswith("linrnn tasks grid --tasks shift,context_shift")
+    assert record["machine"]["cpus"] >= 1 and record["rows"][0]["config"]["batch_size"] == 2
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--tasks", "nope"], "--tasks: expected a comma-separated list of"),
+    (["--models", "s4"], "--models: expected a comma-separated list of rotrnn, lru, dlr"),
+    (["--length", "abc"], "--length: expected an integer, found 'abc'"),
+    (["--length", "4"], "length: expected an integer >= 8, found 4"),
+    (["--steps", "0"], "steps: expected an integer >= 1, found 0"),
+    (["--seeds", "0,x"], "--seeds: expected an integer, found 'x'"),
+    (["--backend", "tf"], "backend: expected one of torch, jax, found 'tf'"),
+    (["--set", "lr"], "--set: expected FIELD=VALUE"),
+    (["--set", "seed=2"], "--set: expected FIELD=VALUE"),
+    (["--set", "nope=2"], "--set: expected FIELD=VALUE"),
+    (["--set", "lr=fast"], "--set lr: expected a number, found 'fast'"),
+])
+def test_cli_rejects_bad_options_with_one_line(tmp_path, capsys, flags, message):
+    argv = {"--tasks": "shift", "--length": "8", "--steps": "2", "--out": str(tmp_path / "runs")}
+    for flag, value in zip(flags[::2], flags[1::2]):
+        argv[flag] = value
+    args = ["tasks", "grid"] + [x for kv in argv.items() for x in kv]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("linrnn tasks: error: ") and message in err
+    assert not (tmp_path / "runs").exists()
