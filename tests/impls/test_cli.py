@@ -12,22 +12,8 @@ from linrnn.impls.config import LRUConfig
 from linrnn.impls.reference import apply_mixer
 from linrnn.impls.reference.model import forward
 from linrnn.impls.tolerance import assert_close
-from linrnn.reports.cli import main
 
 
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def error_line(capsys, *argv):
-    """Run a command that must fail: exit status 2 and exactly one line on stderr, no traceback."""
-    code, out, err = run(capsys, *argv)
-    assert code == 2, (code, out, err)
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 @pytest.mark.parametrize("model, extra", [
@@ -36,25 +22,25 @@ def error_line(capsys, *argv):
     ("dlr", ["--state", 5, "--bidirectional"]),
     ("rotrnn", ["--state", 2, "--heads", 3, "--bidirectional"]),
 ])
-def test_layer_init_and_apply_reproduce_the_reference(capsys, tmp_path, model, extra):
+def test_layer_init_and_apply_reproduce_the_reference(cli, tmp_path, model, extra):
     params, u_path, y_path = tmp_path / "p.npz", tmp_path / "u.npy", tmp_path / "y.npy"
-    code, out, _ = run(capsys, "params", "init", "--model", model, "--layer-only", "--d-model", 3, *extra,
+    code, out, _ = cli.run("params", "init", "--model", model, "--layer-only", "--d-model", 3, *extra,
                        "--seed", 7, "--out", params)
     assert code == 0 and "wrote layer bundle" in out
     bundle = load(params)
     u = np.random.default_rng(0).standard_normal((2, 11, 3))
     np.save(u_path, u)
     for mode in ("sequential", "conv"):
-        assert run(capsys, "apply", "--params", params, "--input", u_path, "--out", y_path, "--mode", mode)[0] == 0
+        assert cli.run("apply", "--params", params, "--input", u_path, "--out", y_path, "--mode", mode)[0] == 0
         expected, _ = apply_mixer(bundle.config, bundle.params, u, mode)
         assert np.array_equal(np.load(y_path), expected)
     other = apply_mixer(bundle.config, bundle.params, u, "sequential")[0]
     assert_close("cli conv vs sequential", other, np.load(y_path), "forward", "float64", 11)
 
 
-def test_model_init_and_apply(capsys, tmp_path):
+def test_model_init_and_apply(cli, tmp_path):
     params, u_path, y_path, n_path = (tmp_path / n for n in ("m.npz", "u.npy", "y.npy", "n.npy"))
-    assert run(capsys, "params", "init", "--model", "lru", "--d-model", 8, "--state", 4, "--layers", 2,
+    assert cli.run("params", "init", "--model", "lru", "--d-model", 8, "--state", 4, "--layers", 2,
                "--d-input", 3, "--d-output", 5, "--norm", "batch", "--postnorm", "--pooling", "last",
                "--seed", 1, "--out", params)[0] == 0
     bundle = load(params)
@@ -62,20 +48,20 @@ def test_model_init_and_apply(capsys, tmp_path):
     u = np.random.default_rng(1).standard_normal((3, 6, 3))
     np.save(u_path, u)
     np.save(n_path, np.array([6, 2, 4]))
-    assert run(capsys, "apply", "--params", params, "--input", u_path, "--out", y_path, "--lengths", n_path)[0] == 0
+    assert cli.run("apply", "--params", params, "--input", u_path, "--out", y_path, "--lengths", n_path)[0] == 0
     assert np.array_equal(np.load(y_path), forward(bundle, u, np.array([6, 2, 4])))
 
 
-def test_params_show(capsys, tmp_path):
+def test_params_show(cli, tmp_path):
     init(LRUConfig(d_model=2, d_state=3), 0).save(tmp_path / "p.npz")
-    code, out, _ = run(capsys, "params", "show", tmp_path / "p.npz")
+    code, out, _ = cli.run("params", "show", tmp_path / "p.npz")
     assert code == 0 and '"kind": "lru"' in out and "B_re" in out and "(3, 2)" in out
 
 
-def test_output_file_keeps_its_exact_name(capsys, tmp_path):
+def test_output_file_keeps_its_exact_name(cli, tmp_path):
     init(LRUConfig(d_model=2, d_state=3), 0).save(tmp_path / "p.npz")
     np.save(tmp_path / "u.npy", np.ones((1, 4, 2)))
-    assert run(capsys, "apply", "--params", tmp_path / "p.npz", "--input", tmp_path / "u.npy",
+    assert cli.run("apply", "--params", tmp_path / "p.npz", "--input", tmp_path / "u.npy",
                "--out", tmp_path / "result.out")[0] == 0
     assert (tmp_path / "result.out").is_file() and not (tmp_path / "result.out.npy").exists()
 
@@ -89,8 +75,8 @@ def files(tmp_path):
     return tmp_path
 
 
-def test_unknown_model_name(capsys, tmp_path):
-    line = error_line(capsys, "params", "init", "--model", "gru", "--seed", 0, "--out", tmp_path / "p.npz")
+def test_unknown_model_name(cli, tmp_path):
+    line = cli.error_line("params", "init", "--model", "gru", "--seed", 0, "--out", tmp_path / "p.npz")
     assert line == "linrnn params: error: --model: expected one of rotrnn, lru, dlr, found 'gru'"
 
 
@@ -102,48 +88,48 @@ def test_unknown_model_name(capsys, tmp_path):
     (["--model", "dlr", "--layer-only", "--layers", 2], "--layer-only: model options (n_layers) do not apply"),
     (["--model", "dlr", "--norm", "group"], "ModelConfig.norm: expected one of layer, batch, found 'group'"),
 ])
-def test_bad_init_options(capsys, tmp_path, argv, message):
-    line = error_line(capsys, "params", "init", *argv, "--seed", 0, "--out", tmp_path / "p.npz")
+def test_bad_init_options(cli, tmp_path, argv, message):
+    line = cli.error_line("params", "init", *argv, "--seed", 0, "--out", tmp_path / "p.npz")
     assert message in line
 
 
-def test_init_to_unwritable_path(capsys, tmp_path):
-    line = error_line(capsys, "params", "init", "--model", "lru", "--seed", 0, "--out", tmp_path / "no/dir/p.npz")
+def test_init_to_unwritable_path(cli, tmp_path):
+    line = cli.error_line("params", "init", "--model", "lru", "--seed", 0, "--out", tmp_path / "no/dir/p.npz")
     assert "cannot write bundle" in line
 
 
-def test_wrong_input_shape(capsys, files):
+def test_wrong_input_shape(cli, files):
     np.save(files / "bad.npy", np.zeros((2, 5, 4)))
-    line = error_line(capsys, "apply", "--params", files / "layer.npz", "--input", files / "bad.npy",
+    line = cli.error_line("apply", "--params", files / "layer.npz", "--input", files / "bad.npy",
                       "--out", files / "y.npy")
     assert "--input: expected shape (B, L, 3) for this layer bundle, found (2, 5, 4)" in line
 
 
-def test_input_with_nan(capsys, files):
+def test_input_with_nan(cli, files):
     u = np.zeros((1, 4, 3))
     u[0, 2, 1] = np.nan
     np.save(files / "nan.npy", u)
-    line = error_line(capsys, "apply", "--params", files / "layer.npz", "--input", files / "nan.npy",
+    line = cli.error_line("apply", "--params", files / "layer.npz", "--input", files / "nan.npy",
                       "--out", files / "y.npy")
     assert "input: expected finite values, found 1 NaN/Inf entry" in line
 
 
-def test_missing_and_corrupt_files(capsys, files):
+def test_missing_and_corrupt_files(cli, files):
     (files / "corrupt.npz").write_bytes(b"garbage")
     (files / "corrupt.npy").write_bytes(b"garbage")
-    assert "cannot read bundle" in error_line(capsys, "apply", "--params", files / "none.npz", "--input",
+    assert "cannot read bundle" in cli.error_line("apply", "--params", files / "none.npz", "--input",
                                               files / "u.npy", "--out", files / "y.npy")
-    assert "not a valid .npz file" in error_line(capsys, "apply", "--params", files / "corrupt.npz", "--input",
+    assert "not a valid .npz file" in cli.error_line("apply", "--params", files / "corrupt.npz", "--input",
                                                  files / "u.npy", "--out", files / "y.npy")
-    assert "cannot read input" in error_line(capsys, "apply", "--params", files / "layer.npz", "--input",
+    assert "cannot read input" in cli.error_line("apply", "--params", files / "layer.npz", "--input",
                                              files / "none.npy", "--out", files / "y.npy")
-    assert "not a valid .npy array" in error_line(capsys, "apply", "--params", files / "layer.npz", "--input",
+    assert "not a valid .npy array" in cli.error_line("apply", "--params", files / "layer.npz", "--input",
                                                   files / "corrupt.npy", "--out", files / "y.npy")
 
 
-def test_pickled_input_is_refused(capsys, files):
+def test_pickled_input_is_refused(cli, files):
     np.save(files / "obj.npy", np.array([object()], dtype=object), allow_pickle=True)
-    assert "not a valid .npy array" in error_line(capsys, "apply", "--params", files / "layer.npz", "--input",
+    assert "not a valid .npy array" in cli.error_line("apply", "--params", files / "layer.npz", "--input",
                                                   files / "obj.npy", "--out", files / "y.npy")
 
 
@@ -153,21 +139,21 @@ def test_pickled_input_is_refused(capsys, files):
     (["--dtype", "float32"], "--dtype: backend reference computes in float64, found 'float32'"),
     (["--dtype", "float16"], "--dtype: backend reference computes in float64, found 'float16'"),
 ])
-def test_unknown_backend_mode_dtype(capsys, files, option, message):
-    line = error_line(capsys, "apply", "--params", files / "layer.npz", "--input", files / "u.npy",
+def test_unknown_backend_mode_dtype(cli, files, option, message):
+    line = cli.error_line("apply", "--params", files / "layer.npz", "--input", files / "u.npy",
                       "--out", files / "y.npy", *option)
     assert message in line
 
 
-def test_lengths_on_a_layer_bundle(capsys, files):
+def test_lengths_on_a_layer_bundle(cli, files):
     np.save(files / "n.npy", np.array([5, 5]))
-    line = error_line(capsys, "apply", "--params", files / "layer.npz", "--input", files / "u.npy",
+    line = cli.error_line("apply", "--params", files / "layer.npz", "--input", files / "u.npy",
                       "--out", files / "y.npy", "--lengths", files / "n.npy")
     assert "lengths: only a model bundle (with pooling) takes lengths" in line
 
 
-def test_unwritable_output(capsys, files):
-    line = error_line(capsys, "apply", "--params", files / "layer.npz", "--input", files / "u.npy",
+def test_unwritable_output(cli, files):
+    line = cli.error_line("apply", "--params", files / "layer.npz", "--input", files / "u.npy",
                       "--out", files / "no" / "dir" / "y.npy")
     assert "cannot write" in line
 

@@ -11,7 +11,6 @@ from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.tolerance import assert_close
-from linrnn.reports.cli import main
 
 L = 17  # odd; memory min(L, 1/(1 - r)) with r up to 0.9999
 
@@ -216,35 +215,23 @@ def test_every_refusal_is_a_linrnn_error_that_says_why():
 
 # -- the command line ----------------------------------------------------------------------------
 
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
-def error_line(capsys, *argv):
-    code, out, err = run(capsys, *argv)
-    assert code == 2, (code, out, err)
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
-
-
-def test_cli_converts_both_ways(capsys, tmp_path):
+def test_cli_converts_both_ways(cli, tmp_path):
     src, mid, dst = tmp_path / "rot.npz", tmp_path / "lru.npz", tmp_path / "back.npz"
     rot = rotrnn(3, 4, 2, bidirectional=True, seed=11)
     rot.save(src)
-    code, out, err = run(capsys, "params", "convert", "--to", "lru", src, mid)
+    code, out, err = cli.run("params", "convert", "--to", "lru", src, mid)
     assert code == 0 and err == "" and "wrote lru layer bundle" in out and "N = 4 modes" in out
     converted = load(mid)
     assert converted.digest() == rotrnn_to_lru(rot).digest()
     assert_same_map(rot, converted, "CLI: RotRNN vs its LRU")
-    code, out, _ = run(capsys, "params", "convert", "--to", "rotrnn", "--heads", 2, mid, dst)
+    code, out, _ = cli.run("params", "convert", "--to", "rotrnn", "--heads", 2, mid, dst)
     assert code == 0 and "2 head(s) of N = 4" in out
     assert_same_map(rot, load(dst), "CLI: RotRNN -> LRU -> RotRNN")
 
 
-def test_cli_bad_inputs_give_one_line(capsys, tmp_path):
+def test_cli_bad_inputs_give_one_line(cli, tmp_path):
     rot_path, lru_path, model_path, dlr_path = (tmp_path / f"{n}.npz" for n in ("rot", "lru", "model", "dlr"))
     rotrnn().save(rot_path)
     lru().save(lru_path)
@@ -264,10 +251,10 @@ def test_cli_bad_inputs_give_one_line(capsys, tmp_path):
         (("--to", "lru", tmp_path / "missing.npz"), "no such file"),
     ]
     for args, message in cases:
-        line = error_line(capsys, "params", "convert", *args[:-1], args[-1], out)
+        line = cli.error_line("params", "convert", *args[:-1], args[-1], out)
         assert line.startswith("linrnn params: error: ") and message in line, line
     assert not out.exists()
     theta = np.array(load(rot_path).params["theta"])
     theta[0, 1] = 0.0
     Bundle(load(rot_path).config, {**load(rot_path).params, "theta": theta}).save(rot_path)
-    assert "head 0, block 1" in error_line(capsys, "params", "convert", "--to", "lru", rot_path, out)
+    assert "head 0, block 1" in cli.error_line("params", "convert", "--to", "lru", rot_path, out)
