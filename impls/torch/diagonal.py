@@ -26,6 +26,7 @@ import torch
 
 from linrnn.impls.torch import scan as scans
 from linrnn.impls.torch.conv import causal_conv
+from linrnn.impls.torch.layer import Mixer
 
 
 @dataclass
@@ -110,3 +111,16 @@ def step_once(f: DiagonalForm, u_t: torch.Tensor, x: torch.Tensor):
 
 def zero_state(f: DiagonalForm, batch: int) -> torch.Tensor:
     return torch.zeros(batch, f.lanes, 2, dtype=f.D.dtype, device=f.D.device)
+
+
+class DiagonalMixer(Mixer):
+    """A mixer that materialises into a `DiagonalForm` (RotRNN, LRU): every view comes from this module.
+
+    A subclass defines `config_type`, `recurrence_keys`, `materialise` and the state conversions.
+    """
+
+    sequential = staticmethod(sequential)
+    scan = staticmethod(scan)
+    conv = staticmethod(conv)
+    step_once = staticmethod(step_once)
+    zero_state = staticmethod(zero_state)

@@ -26,7 +26,6 @@ import torch
 from linrnn.impls.config import LRUConfig
 from linrnn.impls.torch import diagonal
 from linrnn.impls.torch.diagonal import DiagonalForm
-from linrnn.impls.torch.layer import Mixer
 from linrnn.impls.torch.scan import complex_dtype
 
 
@@ -53,18 +52,13 @@ def materialise(layer: "LRU") -> DiagonalForm:
 
 # -- the layer ----------------------------------------------------------------------------------
 
-class LRU(Mixer):
+class LRU(diagonal.DiagonalMixer):
     """One LRU layer (unidirectional or bidirectional); parameters named as the bundle keys."""
 
     config_type = LRUConfig
     recurrence_keys = ("nu_log", "theta_log", "gamma_log")
 
     materialise = materialise
-    sequential = staticmethod(diagonal.sequential)
-    scan = staticmethod(diagonal.scan)
-    conv = staticmethod(diagonal.conv)
-    step_once = staticmethod(diagonal.step_once)
-    zero_state = staticmethod(diagonal.zero_state)
 
     def state_in(self, f: DiagonalForm, state: torch.Tensor, batch: int) -> torch.Tensor:
         """x (B N) complex -> pairs (B N 2)."""

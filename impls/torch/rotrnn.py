@@ -39,7 +39,6 @@ import torch
 from linrnn.impls.config import RotRNNConfig
 from linrnn.impls.torch import diagonal
 from linrnn.impls.torch.diagonal import DiagonalForm
-from linrnn.impls.torch.layer import Mixer
 
 
 # -- materialise the raw parameters -------------------------------------------------------------
@@ -87,18 +86,13 @@ def materialise(layer: "RotRNN") -> DiagonalForm:
 
 # -- the layer ----------------------------------------------------------------------------------
 
-class RotRNN(Mixer):
+class RotRNN(diagonal.DiagonalMixer):
     """One RotRNN layer (unidirectional or bidirectional); parameters named as the bundle keys."""
 
     config_type = RotRNNConfig
     recurrence_keys = ("M", "theta", "gamma_log")
 
     materialise = materialise
-    sequential = staticmethod(diagonal.sequential)
-    scan = staticmethod(diagonal.scan)
-    conv = staticmethod(diagonal.conv)
-    step_once = staticmethod(diagonal.step_once)
-    zero_state = staticmethod(diagonal.zero_state)
 
     def state_in(self, f: DiagonalForm, state: torch.Tensor, batch: int) -> torch.Tensor:
         """x (B heads N) real, original basis -> z = P^T x as pairs (B heads*N/2 2)."""
