@@ -2,7 +2,7 @@
 
 Each side's `bench.make_forward` builds its own layer from `layer_config` and returns a synchronised
 zero-argument call; `median_ms` times any such call the same way for both. Numbers on a shared CPU
-are noisy (SPEED_AND_PRECISION.md): time alone, compare ratios, never assert on a timing in a test.
+are noisy (docs/speed.md): time alone, compare ratios, never assert on a timing in a test.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The framework-neutral parameter bundle: float64 NumPy arrays plus a config, stored as `.npz`.
 
-Two kinds of bundle (MODELS.md, "Bundle conventions"):
+Two kinds of bundle (docs/models.md, "Bundle conventions"):
 
-* a **layer bundle** holds one mixer; its keys are exactly those of the mixer's table in MODELS.md
+* a **layer bundle** holds one mixer; its keys are exactly those of the mixer's table in docs/models.md
   (`M`, `theta`, `gamma_log`, `B`, `C`, `D`, ...);
 * a **model bundle** holds the deep model; its keys are dotted (`encoder.weight`,
   `layers.0.mixer.theta`, `layers.0.norm.scale`, `decoder.bias`, ...).
@@ -39,11 +39,11 @@ Shape = tuple[int, ...]
 
 
 # ----------------------------------------------------------------------------------------------
-# Shapes: the contract of MODELS.md, one function per mixer
+# Shapes: the contract of docs/models.md, one function per mixer
 # ----------------------------------------------------------------------------------------------
 
 def mixer_shapes(cfg: MixerConfig) -> dict[str, Shape]:
-    """Keys and shapes of one mixer's raw parameters (MODELS.md tables)."""
+    """Keys and shapes of one mixer's raw parameters (docs/models.md tables)."""
     H, N = cfg.d_model, cfg.d_state
     if isinstance(cfg, RotRNNConfig):
         heads = cfg.heads

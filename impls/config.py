@@ -1,4 +1,4 @@
-"""Frozen configurations of the three mixers and of the deep model (MODELS.md).
+"""Frozen configurations of the three mixers and of the deep model (docs/models.md).
 
 A configuration decides every shape of a bundle; the numbers live in the bundle itself. Each field has
 a typed default and a comment. Values are checked on construction, so a bad size or range fails at
@@ -59,7 +59,7 @@ class RotRNNConfig:
     d_model: int = 64              # H: features in and out of the layer
     d_state: int = 8               # N: state size of ONE head; even (2x2 rotation blocks)
     heads: int = 8                 # number of heads; the layer's total state is heads * d_state
-    bidirectional: bool = False    # add a backward scan read out by C_rev (MODELS.md)
+    bidirectional: bool = False    # add a backward scan read out by C_rev (docs/models.md)
     gamma_min: float = 0.9         # smallest initial decay gamma_h (code default)
     gamma_max: float = 0.999       # largest initial decay gamma_h (code default)
     max_phase: float = 2 * math.pi  # theta ~ U[0, max_phase] at initialisation
@@ -85,7 +85,7 @@ class LRUConfig:
     kind: ClassVar[str] = "lru"
     d_model: int = 64              # H: features in and out of the layer
     d_state: int = 64              # N: number of complex modes
-    bidirectional: bool = False    # add a backward scan read out by C_rev (MODELS.md)
+    bidirectional: bool = False    # add a backward scan read out by C_rev (docs/models.md)
     r_min: float = 0.9             # ring initialisation: |lambda| in [r_min, r_max] (LRA setting of the paper)
     r_max: float = 0.999           # kept < 1 so that gamma_log = log sqrt(1 - |lambda|^2) stays finite
     max_phase: float = 2 * math.pi  # arg(lambda) ~ U[0, max_phase]
@@ -108,7 +108,7 @@ class DLRConfig:
     kind: ClassVar[str] = "dlr"
     d_model: int = 64              # H: channels (the layer is depthwise in H)
     d_state: int = 64              # N: eigenvalues lambda_n shared by all channels
-    bidirectional: bool = False    # add a strictly anti-causal kernel W_rev (MODELS.md)
+    bidirectional: bool = False    # add a strictly anti-causal kernel W_rev (docs/models.md)
     dt_min: float = 1e-4           # Delta_n log-uniform in [dt_min, dt_max]; |lambda_n| = exp(-Delta_n / 2)
     dt_max: float = 1e-1           # the synthetic tasks use dt_min = dt_max = 1e-5
     max_kernel_length: int | None = None  # L_k = min(max_kernel_length, L); None: the whole input length
@@ -129,7 +129,7 @@ MIXER_CONFIGS: dict[str, type] = {c.kind: c for c in (RotRNNConfig, LRUConfig, D
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """The deep model of MODELS.md: encoder, `n_layers` residual blocks around a mixer, pooling, decoder."""
+    """The deep model of docs/models.md: encoder, `n_layers` residual blocks around a mixer, pooling, decoder."""
 
     kind: ClassVar[str] = "model"
     mixer: MixerConfig = field(default_factory=LRUConfig)  # the mixer of every block; its d_model is H

@@ -1,4 +1,4 @@
-"""Exact converters between RotRNN and LRU layer bundles (claim R5; MODELS.md; ROTRNN.md section 5).
+"""Exact converters between RotRNN and LRU layer bundles (claim R5; docs/models.md; docs/models.md, "RotRNN and LRU").
 
     rotrnn_to_lru(bundle) -> Bundle                 any RotRNN layer -> an LRU with heads*N/2 modes
     lru_to_rotrnn(bundle, heads=None) -> Bundle     an LRU layer -> a RotRNN (default: one head of size 2 per mode)

@@ -1,4 +1,4 @@
-"""Initialisation from a seed, once, in NumPy float64 (MODELS.md); every framework loads these numbers.
+"""Initialisation from a seed, once, in NumPy float64 (docs/models.md); every framework loads these numbers.
 
 Each mixer follows its paper's (authors' code) initialisation:
 

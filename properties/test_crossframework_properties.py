@@ -3,7 +3,7 @@
 Random bundles (each paper's initialisation, decays reaching 0.9999) and inputs; shapes come from a
 small fixed set (odd lengths, bidirectional; L = 1 is in the crosscheck tests) so that JAX compiles each once per process. The
 gradient is one vector of one backward pass: every part (input and each raw parameter) is measured
-against the size of the whole vector (see `linrnn.reports.crosscheck`).
+against the size of the whole vector (see `linrnn.impls.crosscheck`).
 """
 
 import numpy as np
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from linrnn.impls.init import init
 from linrnn.impls.reference import spectral_radius
 from linrnn.impls.tolerance import assert_close
-from linrnn.reports.crosscheck import (KINDS, MODES, Shape, applicable, jax_output_and_grads, mixer_config,
+from linrnn.impls.crosscheck import (KINDS, MODES, Shape, applicable, jax_output_and_grads, mixer_config,
                                        torch_output_and_grads)
 
 SHAPES = (Shape(2, 7, 3, 4, False, True), Shape(1, 9, 2, 2, True, True))   # L = 1: crosscheck tests

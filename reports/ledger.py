@@ -1,4 +1,4 @@
-"""The claims ledger (shared/notes/CLAIMS.md): every claim of the two seed papers with its verdict.
+"""The claims ledger (docs/claims.md): every claim of the two seed papers with its verdict.
 
 Verdicts: proved (a symbolic derivation holds), verified (property tests and numeric checks hold on
 random instances), reproduced (an experiment here shows the effect, at the scale named), contradicted
@@ -176,7 +176,7 @@ CLAIMS: tuple[Claim, ...] = (
 
 
 def build(records: Records) -> list[dict[str, str]]:
-    """One row per claim of CLAIMS.md, in order."""
+    """One row per claim of docs/claims.md, in order."""
     rows = []
     for claim in CLAIMS:
         try:

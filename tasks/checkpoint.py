@@ -3,7 +3,7 @@
 A checkpoint written by the PyTorch side can be read by the JAX side and vice versa: it holds NumPy
 float64 arrays only,
 
-    model.<key>     the model bundle's arrays (MODELS.md keys)
+    model.<key>     the model bundle's arrays (docs/models.md keys)
     opt.m.<key>     AdamW first moment of that parameter (trainable keys: not BatchNorm statistics)
     opt.v.<key>     AdamW second moment
     opt.count       (), the number of optimiser updates so far

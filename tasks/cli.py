@@ -40,7 +40,7 @@ def register_sample(commands: argparse._SubParsersAction) -> None:
         description="Write batch 0 of the seeded stream of a synthetic task as inputs, targets, mask.",
     )
     parser.add_argument("--task", required=True, help=f"one of: {', '.join(TASKS)}")
-    parser.add_argument("--length", required=True, help="the task's L (DLR.md 3.3), e.g. 512 or 4096")
+    parser.add_argument("--length", required=True, help="the task's L (docs/tasks.md), e.g. 512 or 4096")
     parser.add_argument("--batch", default="16", help="batch size B (default 16)")
     parser.add_argument("--seed", default="0", help="stream seed, a non-negative integer (default 0)")
     parser.add_argument("--out", required=True, help="the .npz file to write (overwritten)")

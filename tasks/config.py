@@ -27,8 +27,8 @@ BACKENDS = ("torch", "jax")
 class TrainConfig:
     # what is learned
     task: str = "shift"            # a synthetic task (linrnn.tasks.synthetic.TASKS)
-    length: int = 256              # the task's L (DLR.md 3.3)
-    # the model (MODELS.md's deep model; pooling 'none', the last L_out outputs are scored)
+    length: int = 256              # the task's L (docs/tasks.md)
+    # the model (docs/models.md's deep model; pooling 'none', the last L_out outputs are scored)
     model: str = "dlr"             # rotrnn, lru or dlr
     d_model: int = 32              # H
     d_state: int = 64              # N (RotRNN: per head)
@@ -37,7 +37,7 @@ class TrainConfig:
     norm: str = "layer"            # layer or batch
     prenorm: bool = True           # pre- or post-norm
     dropout: float = 0.0           # time-shared dropout rate
-    dt_min: float = 1e-5           # DLR: the synthetic tasks' setting (DLR.md section 6)
+    dt_min: float = 1e-5           # DLR: the synthetic tasks' setting (docs/tasks.md)
     dt_max: float = 1e-5
     r_min: float = 0.9             # LRU ring
     r_max: float = 0.999

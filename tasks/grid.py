@@ -11,8 +11,8 @@ in its own directory `out_dir/<task>-<model>-<backend>-L<length>-s<seed>/` (conf
 checkpoint.npz, results.json). A run that diverges (`TrainingDiverged`) gives a row with status
 "diverged", its message and no metrics; the grid goes on.
 
-The defaults are one setting for all three models, chosen to be fair to each (DLR.md sections 2, 3
-and 6; ROTRNN.md section 4; the LRU paper's ring initialisation):
+The defaults are one setting for all three models, chosen to be fair to each (docs/tasks.md,
+"Training settings"; docs/papers.md for the papers' own settings):
 
 * the same deep model: one residual block (as DLR's 1-layer atomic-task runs), H = 32, LayerNorm
   before the mixer (DLR's runs put it after the residual; at these short budgets pre-norm reached

@@ -1,49 +1,132 @@
-"""Packaging: every sub-package is installed, and the framework sides do not import each other."""
+"""Packaging and layering: one package with a root, and imports that only point down the layers.
+
+The layers, from the bottom up (docs/architecture.md):
+
+    impls        the contract, the reference, the PyTorch side, the JAX side, the cross-check engine
+    theory       derivations: may use impls' framework-neutral modules, never torch or JAX
+    tasks        generators and training: may use impls
+    experiments  measurements that run the implementations: may use impls, theory, tasks
+    reports      loads results, settles the ledger, renders: may use everything below it
+    linrnn       the root (version, command line)
+
+Inside impls the PyTorch and JAX sides never import each other or the reference, and the
+framework-neutral modules import neither framework.
+"""
+
+from __future__ import annotations
 
 import ast
+import importlib
 import pathlib
-import tomllib
+import subprocess
+import sys
+
+import pytest
+
+import linrnn
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-TOP = {"impls": "linrnn.impls", "theory": "linrnn.theory", "tasks": "linrnn.tasks", "reports": "linrnn.reports"}
+AREAS = ("impls", "theory", "tasks", "experiments", "reports")
+FRAMEWORKS = ("torch", "jax", "jaxlib", "flax", "triton")
+
+# area (or sub-folder of impls) -> module prefixes it must never import
+RULES: dict[str, tuple[str, ...]] = {
+    "impls": ("linrnn.theory", "linrnn.tasks", "linrnn.experiments", "linrnn.reports", "linrnn.cli"),
+    "theory": FRAMEWORKS + ("linrnn.impls.torch", "linrnn.impls.jax", "linrnn.impls.crosscheck",
+                            "linrnn.tasks", "linrnn.experiments", "linrnn.reports", "linrnn.cli"),
+    "tasks": ("linrnn.experiments", "linrnn.reports", "linrnn.cli"),
+    "experiments": ("linrnn.reports", "linrnn.cli"),
+    "reports": ("linrnn.cli",),
+    "impls/torch": ("jax", "jaxlib", "flax", "linrnn.impls.jax", "linrnn.impls.reference"),
+    "impls/jax": ("torch", "triton", "linrnn.impls.torch", "linrnn.impls.reference"),
+    "impls/reference": FRAMEWORKS + ("linrnn.impls.torch", "linrnn.impls.jax"),
+}
+# The framework-neutral modules directly in impls/ import neither framework, except the cross-check
+# engine, whose job is to run every backend (it reaches them through the backends registry).
+NEUTRAL_EXCEPTIONS = {"crosscheck.py"}
 
 
-def test_every_package_folder_is_listed_in_pyproject():
-    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    found = set()
-    for folder, package in TOP.items():
-        for init in (ROOT / folder).rglob("__init__.py"):
-            rel = init.parent.relative_to(ROOT / folder).parts
-            found.add(".".join((package, *rel)))
-    assert found == listed, f"pyproject.toml packages differ: missing {found - listed}, stale {listed - found}"
-
-
-def _imports(path: pathlib.Path) -> set[str]:
+def imported_names(path: pathlib.Path, package: str) -> set[str]:
+    """Every module a file imports: `import`, `from ... import` (relative ones resolved), and string
+    literals passed to `importlib.import_module`, at any depth (imports inside functions count)."""
     names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                names.add(".".join(base + ([node.module] if node.module else [])))
+            elif node.module:
+                names.add(node.module)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "import_module" and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str)):
+            names.add(node.args[0].value)
     return names
 
 
-def _side(folder: str) -> list[pathlib.Path]:
-    return sorted((ROOT / "impls" / folder).glob("*.py"))
+def _matches(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
-def test_reference_imports_neither_framework():
-    for path in _side("reference") + sorted((ROOT / "impls").glob("*.py")):
-        bad = {n for n in _imports(path) if n.split(".")[0] in ("torch", "jax", "jaxlib", "flax")
-               or n.startswith(("linrnn.impls.torch", "linrnn.impls.jax"))}
-        assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+def violations(root: pathlib.Path) -> list[str]:
+    """'file imports module (rule)' for every import that points up or across the layers."""
+    found = []
+    for rule, forbidden in RULES.items():
+        folder = root / rule
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.rglob("*.py")):
+            rel = path.relative_to(root)
+            package = "linrnn." + ".".join(rel.parent.parts)
+            for name in sorted(imported_names(path, package)):
+                if _matches(name, forbidden):
+                    found.append(f"{rel} imports {name} (forbidden in {rule}/)")
+    for path in sorted((root / "impls").glob("*.py")):
+        if path.name in NEUTRAL_EXCEPTIONS:
+            continue
+        for name in sorted(imported_names(path, "linrnn.impls")):
+            if _matches(name, FRAMEWORKS + ("linrnn.impls.torch", "linrnn.impls.jax")):
+                found.append(f"{path.relative_to(root)} imports {name} (framework-neutral impls/ module)")
+    return found
 
 
-def test_torch_and_jax_sides_do_not_cross():
-    rules = {"torch": ("jax", "jaxlib", "flax", "linrnn.impls.jax", "linrnn.impls.reference"),
-             "jax": ("torch", "linrnn.impls.torch", "linrnn.impls.reference")}
-    for side, forbidden in rules.items():
-        for path in _side(side):
-            bad = {n for n in _imports(path) if n == forbidden or n.startswith(forbidden)
-                   and any(n == f or n.startswith(f + ".") for f in forbidden)}
-            assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+def test_the_layers_are_respected():
+    assert violations(ROOT) == []
+
+
+@pytest.mark.parametrize("area, line", [
+    ("impls", "from linrnn.reports import ledger"),
+    ("impls/torch", "import jax.numpy as jnp"),
+    ("impls/jax", "from linrnn.impls.reference import apply_mixer"),
+    ("impls/torch", "from ..reference import rotrnn"),
+    ("theory", "    import torch"),
+    ("tasks", "importlib.import_module('linrnn.reports.ledger')"),
+    ("experiments", "from linrnn.reports.plots import figure"),
+    ("impls", "from linrnn.impls.jax import layer"),
+])
+def test_an_upward_import_is_caught(tmp_path, area, line):
+    """Plant one forbidden import in a copy-shaped tree: the check names it."""
+    folder = tmp_path / area
+    folder.mkdir(parents=True)
+    body = "import importlib\n\ndef f():\n" + "\n".join("    " + ln.strip() for ln in line.splitlines()) + "\n"
+    (folder / "planted.py").write_text(body)
+    found = violations(tmp_path)
+    assert len(found) == 1 and found[0].startswith(f"{area}/planted.py imports"), found
+
+
+def test_every_package_folder_is_installed():
+    """Every folder with an `__init__.py` imports as its `linrnn.` sub-package, from this checkout."""
+    for area in AREAS:
+        for init in (ROOT / area).rglob("__init__.py"):
+            name = ".".join(("linrnn", area, *init.parent.relative_to(ROOT / area).parts))
+            module = importlib.import_module(name)
+            assert pathlib.Path(module.__file__).resolve() == init.resolve(), name
+
+
+def test_the_package_has_a_root():
+    assert isinstance(linrnn.__version__, str) and linrnn.__version__[0].isdigit()
+    out = subprocess.run([sys.executable, "-m", "linrnn", "--version"], capture_output=True, text=True,
+                         cwd=ROOT.parent, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == f"linrnn {linrnn.__version__}", out

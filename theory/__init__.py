@@ -1,4 +1,4 @@
-"""Theory: SymPy/SciPy derivations of the claims in CLAIMS.md (no torch, no jax).
+"""Theory: SymPy/SciPy derivations of the claims in docs/claims.md (no torch, no jax).
 
 One module per topic, each ending in `derive_<claim>(quick=False) -> ClaimResult`:
 

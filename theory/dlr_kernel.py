@@ -1,6 +1,6 @@
 """DLR kernels (chunked, any dtype), the float64 closed form at the roots-of-unity initialisation, and D3.
 
-DLR (MODELS.md): K_l = Re(sum_n W_n lambda_n^l), l = 0..L-1, with lambda_n^l = exp(l log lambda_n),
+DLR (docs/models.md): K_l = Re(sum_n W_n lambda_n^l), l = 0..L-1, with lambda_n^l = exp(l log lambda_n),
 never an N x L matrix larger than one chunk. Initialisation: lambda_n = exp(-Delta_n / 2) e^{2 pi i n / N}.
 
     dlr_kernel(log_lam, W, L, dtype=, chunk=)     log_lam (N,), W (N,) or (H, N) -> K (L,) or (H, L)
@@ -159,7 +159,7 @@ def derive_d3(quick: bool = False, seed: int = 13) -> ClaimResult:
         claim="D3",
         title="periodic initialisation: a size-N DLR expresses any length-N kernel (W = DFT(K)/N)",
         assumptions=("lambda_n = exp(2 pi i n / N), n = 0..N-1; kernel length N; K real",
-                     "K_l = Re(sum_n W_n lambda_n^l) (MODELS.md)"),
+                     "K_l = Re(sum_n W_n lambda_n^l) (docs/models.md)"),
         steps=steps_of(steps),
         findings=tuple(findings),
         witness=witness,

@@ -1,6 +1,6 @@
 """D2: how much of a signal a DLR mode carries over L steps at its initialisation, and the L = 2^20 kernel.
 
-DLR initialisation (MODELS.md): lambda_n = exp(-Delta_n / 2) e^{2 pi i n / N}, Delta_n log-uniform in
+DLR initialisation (docs/models.md): lambda_n = exp(-Delta_n / 2) e^{2 pi i n / N}, Delta_n log-uniform in
 [dt_min, dt_max]; defaults 1e-4..1e-1, the synthetic tasks 1e-5..1e-5. A unit impulse at time 0 is
 still present at time L with weight |lambda_n|^L = exp(-Delta_n L / 2).
 

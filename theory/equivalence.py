@@ -60,7 +60,7 @@ def rotrnn_head_outputs(P, theta, gamma, B_in, C, u) -> np.ndarray:
 
 
 def rotrnn_head_as_lru(P, theta, gamma, B_in, C):
-    """The complex diagonal system with the same outputs (ROTRNN.md section 5).
+    """The complex diagonal system with the same outputs (docs/models.md, "RotRNN and LRU").
 
     B' = P^T B_in, C' = C P; lam_j = gamma e^{i theta_j}, B_c[j] = B'[2j] + i B'[2j+1],
     C_c[:, j] = C'[:, 2j] - i C'[:, 2j+1].
@@ -119,7 +119,7 @@ def derive_r5(quick: bool = False, seed: int = 5) -> ClaimResult:
         "impulse responses agree for symbolic k: c^T (gamma R)^k b = Re((c1 - i c2)(gamma e^{i theta})^k (b1 + i b2))",
         impulse_ok, fails_when=f"difference {sp.simplify(impulse_residual)}"))
 
-    # Numeric: a whole head with a random P (ROTRNN.md section 5 mapping), outputs over T steps.
+    # Numeric: a whole head with a random P (docs/models.md, "RotRNN and LRU" mapping), outputs over T steps.
     rng = np.random.default_rng(seed)
     n, h, T = (6, 3, 50) if quick else (8, 4, 200)
     P = rotation_from_skew(rng.standard_normal((n, n)))

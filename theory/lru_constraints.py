@@ -1,9 +1,9 @@
 """R9: what the LRU does not enforce, as measurements on an LRU layer's parameters.
 
-LRU (MODELS.md): lambda_j = exp(-exp(nu_log_j) + i exp(theta_log_j)),
+LRU (docs/models.md): lambda_j = exp(-exp(nu_log_j) + i exp(theta_log_j)),
 x_t = lambda * x_{t-1} + exp(gamma_log) * (B u_t), y_t = Re(C x_t) + D * u_t, B = B_re + i B_im.
 
-Check functions (all take the layer's parameter mapping, keys and shapes as in MODELS.md:
+Check functions (all take the layer's parameter mapping, keys and shapes as in docs/models.md:
 nu_log, theta_log, gamma_log (N,); B_re, B_im (N, H); C_re, C_im (H, N); D (H,); optionally
 C_re_rev, C_im_rev (H, N)):
 
@@ -176,7 +176,7 @@ def conjugate_completion(params: Mapping[str, np.ndarray]) -> dict[str, np.ndarr
 
 
 def lru_ring_init(N: int, H: int, *, r_min: float, r_max: float, max_phase: float, seed: int) -> dict[str, np.ndarray]:
-    """The LRU's ring initialisation (MODELS.md), float64: the project's one, `linrnn.impls.init`."""
+    """The LRU's ring initialisation (docs/models.md), float64: the project's one, `linrnn.impls.init`."""
     cfg = LRUConfig(d_model=H, d_state=N, r_min=r_min, r_max=r_max, max_phase=max_phase)
     return dict(init(cfg, seed).params)
 
@@ -285,7 +285,7 @@ def derive_r9(quick: bool = False, seed: int = 9) -> ClaimResult:
     return ClaimResult(
         claim="R9",
         title="the LRU enforces neither conjugate pairs nor a B-independent state scale; gamma_log may drift",
-        assumptions=("LRU as in MODELS.md; white unit inputs for the stationary ratio",
+        assumptions=("LRU as in docs/models.md; white unit inputs for the stationary ratio",
                      "the measured drift here is simulated (N(0, 0.3^2)); the drift during training is measured by the training runs"),
         steps=steps_of(steps),
         findings=tuple(findings),

@@ -1,6 +1,6 @@
 """R3: what the RotRNN normalisation xi = sqrt(1 - gamma^2) / ||B||_F does and does not promise.
 
-RotRNN head (MODELS.md): x_t = gamma R x_{t-1} + xi B u_t, R = P Theta P^T orthogonal, x_0 = 0.
+RotRNN head (docs/models.md): x_t = gamma R x_{t-1} + xi B u_t, R = P Theta P^T orthogonal, x_0 = 0.
 LRU mode j:              x_{t,j} = lambda_j x_{t-1,j} + gamma_j B_j u_t,  gamma_j = exp(gamma_log_j).
 Inputs u_t: i.i.d. over time, zero mean, identity covariance, independent of the past.
 
@@ -137,7 +137,7 @@ def monte_carlo_rotrnn_norm(M, theta, gamma_log, B, *, n_seq: int, T: int, seed:
                             start: str = "zero", confidence: float = 0.95) -> MonteCarloNorm:
     """Run the NumPy float64 recursion of one RotRNN head on n_seq white-noise sequences.
 
-    M (N, N), theta (N/2,), gamma_log scalar, B (N, H): raw parameters of one head (MODELS.md).
+    M (N, N), theta (N/2,), gamma_log scalar, B (N, H): raw parameters of one head (docs/models.md).
     start: "zero" (x_0 = 0, the code), "stationary" (x_0 ~ N(0, I/N), so E||x_0||^2 = 1), or
     "unit_first_input" (x_0 = 0 and u_1 scaled by 1/||B||_F instead of xi).
     Inputs u_t ~ N(0, I_H), i.i.d. Returns the mean of ||x_t||^2 and a normal-approximation CI.

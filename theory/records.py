@@ -2,7 +2,7 @@
 
 Numeric checks use the project's one tolerance table (`linrnn.impls.tolerance`, its `SCALED` part).
 
-A derivation returns a `ClaimResult`: the claim id from CLAIMS.md, the assumptions, the steps of the
+A derivation returns a `ClaimResult`: the claim id from docs/claims.md, the assumptions, the steps of the
 derivation (each a SymPy expression rendered once to LaTeX, presentation MathML and plain text), the
 findings (one verdict per part of the claim: a claim can be partly proved and partly failing), and a
 witness dict of floats. Nothing in here decides a verdict by itself: a `Finding` is built from a
@@ -168,9 +168,9 @@ def _as_float(name: str, value: Any) -> float:
 
 @dataclasses.dataclass(frozen=True)
 class ClaimResult:
-    """The outcome of one derivation (one claim of CLAIMS.md)."""
+    """The outcome of one derivation (one claim of docs/claims.md)."""
 
-    claim: str  # id in CLAIMS.md, e.g. "R3"
+    claim: str  # id in docs/claims.md, e.g. "R3"
     title: str  # one line: what was derived
     assumptions: tuple[str, ...]
     steps: tuple[Step, ...]

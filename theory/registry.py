@@ -1,6 +1,6 @@
 """The ordered registry of derivations, `run_all`, and the JSON payload the report renders from.
 
-    DERIVATIONS   claim id -> derivation(quick: bool) -> ClaimResult, in the order of CLAIMS.md
+    DERIVATIONS   claim id -> derivation(quick: bool) -> ClaimResult, in the order of docs/claims.md
     run_all(quick=False, claims=None) -> list[ClaimResult]
     results_payload(results, quick) -> dict   (JSON-serialisable: config, code version, machine, claims)
 """

@@ -1,6 +1,6 @@
 """R1 (exp(M - M^T) is a rotation) and R2 (powers of gamma P Theta P^T through 2x2 blocks).
 
-RotRNN (MODELS.md): `P = expm(M - M^T)`, `A = gamma P Theta P^T`, Theta block diagonal over the
+RotRNN (docs/models.md): `P = expm(M - M^T)`, `A = gamma P Theta P^T`, Theta block diagonal over the
 interleaved pairs (x[0], x[1]), (x[2], x[3]), ... with block j = R(theta_j) = [[cos, -sin], [sin, cos]].
 
 Numeric helpers (NumPy/SciPy, float64):

@@ -1,4 +1,4 @@
-"""DLR, JAX (Gupta, Mehta, Berant 2022; MODELS.md): N eigenvalues shared by H channels, depthwise.
+"""DLR, JAX (Gupta, Mehta, Berant 2022; docs/models.md): N eigenvalues shared by H channels, depthwise.
 
     lambda_n  = exp(-a_n^2 + i theta_n)
     x_{t,h,n} = lambda_n x_{t-1,h,n} + u_{t,h}                 (recurrent view, state H x N)

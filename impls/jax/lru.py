@@ -1,4 +1,4 @@
-"""LRU, JAX (Orvieto et al. 2023; MODELS.md): a complex diagonal recurrence, run as `diagonal.Diagonal`.
+"""LRU, JAX (Orvieto et al. 2023; docs/models.md): a complex diagonal recurrence, run as `diagonal.Diagonal`.
 
     lambda_j = exp(-exp(nu_log_j) + i exp(theta_log_j))
     x_t      = lambda * x_{t-1} + exp(gamma_log) * (B u_t),      x_0 = 0,   B = B_re + i B_im

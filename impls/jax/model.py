@@ -1,4 +1,4 @@
-"""The deep model of MODELS.md, JAX: evaluation (`forward`) and training (`forward_train`) passes.
+"""The deep model of docs/models.md, JAX: evaluation (`forward`) and training (`forward_train`) passes.
 
     encoder:  Linear(d_in -> H)  or  Embedding(vocab -> H)
     block i:  z = norm(x); z = mixer(z); z = gelu(z); z = dropout(z);

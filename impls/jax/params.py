@@ -5,7 +5,7 @@ bundle: `M`, `theta`, ...; model bundle: `encoder.weight`, `layers.0.mixer.theta
 the round trip `to_bundle(config, from_bundle(bundle, "float64"))` is bit-exact; from float32 it is
 the float32 numbers, widened exactly.
 
-`recurrence_mask(params)` marks the recurrence parameters (MODELS.md: `M`, `theta`, `gamma_log`,
+`recurrence_mask(params)` marks the recurrence parameters (docs/models.md: `M`, `theta`, `gamma_log`,
 `nu_log`, `theta_log`, `a`), which a trainer puts in their own optimiser group (own learning rate,
 no weight decay), e.g. with `optax.masked` or `optax.multi_transform`.
 """

@@ -1,4 +1,4 @@
-"""RotRNN, JAX (Biegun, Dolga, Cunningham, Barber 2024; MODELS.md), run through complex pairs.
+"""RotRNN, JAX (Biegun, Dolga, Cunningham, Barber 2024; docs/models.md), run through complex pairs.
 
 Per head h, with state x^h_t in R^N (N even) and input u_t in R^H:
 

@@ -1,4 +1,4 @@
-"""LRU, float64 NumPy reference (Orvieto et al. 2023; MODELS.md).
+"""LRU, float64 NumPy reference (Orvieto et al. 2023; docs/models.md).
 
 Complex diagonal state x_t in C^N, real input u_t in R^H:
 

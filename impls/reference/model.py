@@ -1,4 +1,4 @@
-"""The deep model of MODELS.md in evaluation mode, float64 NumPy reference.
+"""The deep model of docs/models.md in evaluation mode, float64 NumPy reference.
 
     encoder:  Linear(d_in -> H)  or  Embedding(vocab -> H)
     block i:  z = norm(x); z = mixer(z); z = gelu(z); z = glu(z) = (W1 z + b1) * sigmoid(W2 z + b2);

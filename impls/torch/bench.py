@@ -5,7 +5,7 @@
     median_ms(forward)             # warm-up, then the median of a few timed calls
 
 `N` is the layer's whole state: RotRNN gets `heads` heads of N / heads each; LRU and DLR get N.
-Numbers on a shared CPU are noisy (SPEED_AND_PRECISION.md): time alone, compare ratios, and never
+Numbers on a shared CPU are noisy (docs/speed.md): time alone, compare ratios, and never
 assert on a timing in a test.
 """
 

@@ -1,4 +1,4 @@
-"""DLR, PyTorch (Gupta, Mehta, Berant 2022; MODELS.md).
+"""DLR, PyTorch (Gupta, Mehta, Berant 2022; docs/models.md).
 
 No discretisation and no B. The N eigenvalues are shared by the H channels; each channel has its own
 complex output weights:

@@ -1,7 +1,7 @@
 """What the three PyTorch mixer layers share: parameters named by bundle key, exact loading, the mode switch.
 
 A mixer layer holds its raw parameters as real `nn.Parameter`s whose names are the bundle keys of
-MODELS.md, so `named_parameters()` maps 1:1 to the bundle and `Module.double()` / `.to(float64)` are
+docs/models.md, so `named_parameters()` maps 1:1 to the bundle and `Module.double()` / `.to(float64)` are
 safe (complex parameters would be skipped or lose their imaginary parts). Complex numbers appear
 only inside a forward pass, in the complex dtype of the layer's precision.
 
@@ -192,7 +192,7 @@ def recurrence_parameters(module: nn.Module) -> list[nn.Parameter]:
 
 
 def parameter_groups(module: nn.Module) -> dict[str, list[nn.Parameter]]:
-    """{'recurrence': [...], 'other': [...]}: MODELS.md trains the recurrence with its own rate, no weight decay.
+    """{'recurrence': [...], 'other': [...]}: docs/models.md trains the recurrence with its own rate, no weight decay.
 
         groups = parameter_groups(model)
         torch.optim.AdamW([{"params": groups["recurrence"], "lr": 1e-3, "weight_decay": 0.0},

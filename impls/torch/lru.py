@@ -1,4 +1,4 @@
-"""LRU, PyTorch (Orvieto et al. 2023; MODELS.md).
+"""LRU, PyTorch (Orvieto et al. 2023; docs/models.md).
 
 Complex diagonal state x_t in C^N, real input u_t in R^H:
 

@@ -1,4 +1,4 @@
-"""The deep model of MODELS.md, PyTorch: training and evaluation mode.
+"""The deep model of docs/models.md, PyTorch: training and evaluation mode.
 
     encoder:  Linear(d_in -> H)  or  Embedding(vocab -> H)
     block i:  z = norm(x); z = mixer(z); z = gelu(z); z = dropout(z);

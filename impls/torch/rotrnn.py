@@ -1,4 +1,4 @@
-"""RotRNN, PyTorch (Biegun, Dolga, Cunningham, Barber 2024; MODELS.md).
+"""RotRNN, PyTorch (Biegun, Dolga, Cunningham, Barber 2024; docs/models.md).
 
 Per head h, with state x^h_t in R^N (N even) and input u_t in R^H:
 

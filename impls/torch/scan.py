@@ -7,7 +7,7 @@ Every mixer of this package reduces its recurrence to one diagonal recurrence ov
 stored as interleaved real pairs: a lane is (x[..., k, 0], x[..., k, 1]) = (Re, Im). That is exactly
 RotRNN's rotated basis P^T x, whose 2x2 blocks act on (x[2j], x[2j+1]); for LRU and DLR it is the
 complex state split into real and imaginary parts. Parameters and buffers stay real (see
-`SPEED_AND_PRECISION.md`, "Dtype traps"); complex numbers appear only as views inside `chunked`.
+docs/precision.md, "Dtype traps"); complex numbers appear only as views inside `chunked`.
 
 Two algorithms with one signature `(log_lambda, v, x0) -> states`:
 
@@ -32,7 +32,7 @@ L=4096, one thread, medians of interleaved runs; `python -m linrnn.impls.torch.b
 The loop pays PyTorch's per-op overhead at each of the L steps; the chunked scan pays it T + nc times
 on ops nc times wider, plus one extra pass over the states (the fix-up). T between 32 and 256 was
 within noise; T = 2^round(log2(sqrt(L))) minimises T + L/T. On 2 cores every log-depth tree scan lost
-even to the plain loop (SPEED_AND_PRECISION.md), so none is offered. With two threads on a machine
+even to the plain loop (docs/speed.md), so none is offered. With two threads on a machine
 shared with other jobs, the wide ops of the chunked scan (and any op above PyTorch's parallel grain)
 sometimes stalled for 10x their time in OpenMP; the loop's small ops run on one thread and did not.
 On CUDA the same algorithm launches T + nc kernels of B nc n lanes each; no GPU was available to

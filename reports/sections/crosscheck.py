@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from linrnn.reports.crosscheck import DEFAULT_SHAPES, Selection, Shape, run
+from linrnn.impls.crosscheck import DEFAULT_SHAPES, Selection, Shape, run
 
 NAME = "crosscheck"
 TITLE = "Cross-check: reference vs PyTorch vs JAX, outputs and gradients"

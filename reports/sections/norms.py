@@ -1,6 +1,6 @@
 """Hidden-state norms over training, RotRNN vs LRU (claim R8), with R9 and R1 measured on the same runs.
 
-The paper's experiment (ROTRNN.md 3.4) logs each layer's mean state norm during LRA ListOps training.
+The paper's experiment (docs/papers.md) logs each layer's mean state norm during LRA ListOps training.
 ListOps is not available here, so the runs train on a synthetic task of DLR's set (`SETUP["task"]`:
 CumSum, a long-memory task both models learn at this scale, final R^2 about 0.92-0.99) at a reduced
 scale, with the torch backend in float32, several seeds, 2-3 residual blocks.
@@ -43,7 +43,7 @@ import math
 
 import numpy as np
 
-from linrnn.reports.normstudy import run
+from linrnn.experiments.normstudy import run
 
 NAME = "norms"
 TITLE = "Hidden-state norms during training: RotRNN vs LRU (claims R8, R9, R1)"
@@ -53,7 +53,7 @@ MODELS = ("rotrnn", "lru")
 # One setting for both models: the same deep model, task, optimiser and schedule, the same number of
 # complex eigenvalues per layer (RotRNN: 8 heads x 8 real = 32 rotation planes; LRU: 32 modes), and
 # the same ring for gamma / |lambda|: [0.5, 0.999], the RotRNN authors' ListOps initialisation ablation
-# (ROTRNN.md section 8), the documented setting closest to the norm experiment.
+# (docs/papers.md), the documented setting closest to the norm experiment.
 SETUP = {
     "task": "cumsum", "length": 128, "steps": 400, "measure_every": 20, "seeds": [0, 1, 2],
     "n_layers": 3, "d_model": 32, "heads": 8, "rotrnn_d_state": 8, "lru_d_state": 32,

@@ -1,4 +1,4 @@
-"""Theory: the SymPy/SciPy derivations of CLAIMS.md, and claim R3 by Monte Carlo in both frameworks.
+"""Theory: the SymPy/SciPy derivations of docs/claims.md, and claim R3 by Monte Carlo in both frameworks.
 
 Data (saved as JSON, rendered by `theory.html.j2`):
 
@@ -6,7 +6,7 @@ Data (saved as JSON, rendered by `theory.html.j2`):
                 partly, condition, assumptions, findings (statement, verdict, condition, evidence),
                 steps (label, MathML, LaTeX, text), witness numbers, seconds
     theory      the derivations' schema, code version and tolerance table (`results_payload`)
-    montecarlo  `linrnn.reports.montecarlo.run_montecarlo`: curves, table, verdicts, timings
+    montecarlo  `linrnn.experiments.montecarlo.run_montecarlo`: curves, table, verdicts, timings
     r3          per start: does "E||x_t||^2 constant for all t" hold (Monte Carlo, both frameworks)?
     table       the Monte Carlo at t = 1, 10, 100, 1000, 4096, one row per (model, start, head or mode)
     verdicts    claim id -> verdict ("fails (partly)" where some parts hold)
@@ -20,6 +20,10 @@ the Monte Carlo when it runs, not when this module is imported.
 from __future__ import annotations
 
 import dataclasses
+
+import numpy as np
+
+from linrnn.theory.normalisation import MC_STARTS
 
 NAME = "theory"
 TITLE = "Theory: derivations and the normalisation by Monte Carlo"
@@ -61,7 +65,7 @@ def _table_rows(mc: dict) -> list[dict]:
 
 
 def compute(quick: bool, progress) -> tuple[dict, dict]:
-    from linrnn.reports.montecarlo import DEFAULT, QUICK, plot_lru, plot_rotrnn, run_montecarlo
+    from linrnn.experiments.montecarlo import DEFAULT, QUICK, run_montecarlo
     from linrnn.theory.registry import DERIVATIONS, results_payload, run_all
 
     claims = list(DERIVATIONS)
@@ -86,3 +90,54 @@ def compute(quick: bool, progress) -> tuple[dict, dict]:
     }
     config = {"claims": claims, "montecarlo": dataclasses.asdict(mc_cfg)}
     return data, config
+
+
+# -- plots of the Monte Carlo -------------------------------------------------------------------
+
+START_TITLES = {"zero": "x_0 = 0 (the code)", "stationary": "stationary start, E||x_0||^2 = 1",
+                "unit_first_input": "first input scaled by 1/||B||_F"}
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
+FRAMEWORK_STYLE = {"torch": {"alpha": 0.25, "marker": "o"}, "jax": {"alpha": 0.25, "marker": "x"}}
+
+
+def _panel(ax, result: dict, model: str, start: str, title: str, ylabel: str) -> None:
+    t = np.asarray(result["t"])
+    for c in result["curves"]:
+        if c["model"] != model or c["start"] != start:
+            continue
+        colour = COLOURS[c["unit"] % len(COLOURS)]
+        style = FRAMEWORK_STYLE[c["framework"]]
+        ax.fill_between(t, c["ci_low"], c["ci_high"], color=colour, alpha=style["alpha"], linewidth=0)
+        ax.plot(t, c["mean"], linestyle="none", marker=style["marker"], markersize=3, color=colour,
+                label=f"{c['framework']} MC, {c['label'].split(',')[0]}")
+        if c["framework"] == "torch":
+            ax.plot(t, c["closed"], color=colour, linewidth=1.2, label=f"closed form, {c['label']}")
+    ax.set_xscale("log")
+    ax.set_xlabel("t")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+
+
+def plot_rotrnn(result: dict) -> str:
+    from linrnn.reports.plots import figure, to_svg
+
+    fig, axes = figure(width=11.0, height=3.6, ncols=len(MC_STARTS))
+    top = 1.05 * max(max(c["ci_high"]) for c in result["curves"] if c["model"] == "rotrnn")
+    for ax, start in zip(axes, MC_STARTS):
+        _panel(ax, result, "rotrnn", start, START_TITLES[start], "E||x_t||^2 per head")
+        ax.set_ylim(0.0, top)                    # one scale: constant at 1 vs rising from 1 - gamma^2
+    axes[1].legend(fontsize=7, loc="lower center")
+    level = int(round(100 * result["config"]["confidence"]))
+    return to_svg(fig, f"RotRNN E||x_t||^2 per head vs t (log scale): Monte Carlo means with {level}% bands "
+                       f"(torch, jax) and closed forms, from three starts")
+
+
+def plot_lru(result: dict) -> str:
+    from linrnn.reports.plots import figure, to_svg
+
+    fig, ax = figure(width=9.0, height=3.6)
+    _panel(ax, result, "lru", "zero", "LRU modes from x_0 = 0", "E|x_t,j|^2 per mode")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    level = int(round(100 * result["config"]["confidence"]))
+    return to_svg(fig, f"LRU E|x_t,j|^2 per mode vs t (log scale): Monte Carlo means with {level}% bands "
+                       f"(torch, jax) and the closed form, from x_0 = 0")

@@ -10,7 +10,7 @@ Reading the model's output (DLR's decoder mode `last`): a model maps the (B L_in
 these eleven tasks has unscored outputs (DLR's MSE covers every target, including the zero-filled
 heads of Shift and ContextShift), so the mask is all True; it is there for tasks that do.
 
-`length` means the task's L of DLR.md section 3.3; L_in, L_out, d_in and d_out follow from it:
+`length` means the task's L of docs/tasks.md; L_in, L_out, d_in and d_out follow from it:
 
     task                  L_in        L_out    d_in   d_out   minimum L
     shift                 L           L        3      8       8
@@ -133,7 +133,7 @@ class SyntheticTask:
     """
 
     spec: TaskSpec
-    length: int  # the task's L (DLR.md 3.3), not always the input length
+    length: int  # the task's L (docs/tasks.md), not always the input length
     seed: int  # root of the batch seeds; the fixed variants' draws do not depend on it
     batch_size: int
     dtype: np.dtype

@@ -2,7 +2,7 @@
 
 import pytest
 
-from linrnn.reports.cli import main
+from linrnn.cli import main
 
 
 class CLI:

@@ -160,7 +160,7 @@ def test_unwritable_output(cli, files):
 
 def test_console_script_prints_one_line_and_no_traceback(tmp_path):
     """The installed entry point, in a fresh process: exit status 2 and one line on stderr."""
-    result = subprocess.run([sys.executable, "-m", "linrnn.reports.cli", "params", "init", "--model", "gru",
+    result = subprocess.run([sys.executable, "-m", "linrnn.cli", "params", "init", "--model", "gru",
                              "--seed", "0", "--out", str(tmp_path / "p.npz")], capture_output=True, text=True)
     assert result.returncode == 2
     assert result.stderr.strip() == "linrnn params: error: --model: expected one of rotrnn, lru, dlr, found 'gru'"

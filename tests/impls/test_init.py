@@ -1,4 +1,4 @@
-"""Each paper's initialisation (MODELS.md), checked on the numbers a seed gives."""
+"""Each paper's initialisation (docs/models.md), checked on the numbers a seed gives."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""The reference against the equations of MODELS.md, written out independently in each test."""
+"""The reference against the equations of docs/models.md, written out independently in each test."""
 
 import numpy as np
 import pytest
@@ -142,7 +142,7 @@ def test_reference_modes_and_inputs_are_checked():
 # -- the deep model -----------------------------------------------------------------------
 
 def _manual_block(p, x, cfg, i):
-    """One block of MODELS.md, written out with the reference mixer as the only shared piece."""
+    """One block of docs/models.md, written out with the reference mixer as the only shared piece."""
     pre = f"layers.{i}."
 
     def norm(v):

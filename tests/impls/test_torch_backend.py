@@ -15,7 +15,7 @@ from linrnn.impls.init import init
 from linrnn.impls.reference import apply_bundle as reference_apply
 from linrnn.impls.reference import spectral_radius
 from linrnn.impls.tolerance import assert_close
-from linrnn.reports.cli import main
+from linrnn.cli import main
 
 LAYERS = [RotRNNConfig(d_model=3, d_state=2, heads=2, bidirectional=True), LRUConfig(d_model=3, d_state=4),
           DLRConfig(d_model=3, d_state=4, bidirectional=True)]

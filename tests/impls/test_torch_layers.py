@@ -195,7 +195,7 @@ def test_dtype_traps(kind):
 
 
 def test_parameter_counts_are_pinned():
-    """Counted by hand from MODELS.md, and from the bundle shapes and the module."""
+    """Counted by hand from docs/models.md, and from the bundle shapes and the module."""
     H, N = 6, 4
     layers = {
         RotRNN: (RotRNNConfig(d_model=H, d_state=N, heads=2), 2 * N * N + 2 * N // 2 + 2 + 2 * (2 * N * H) + H),

@@ -2,7 +2,7 @@
 
 import pytest
 
-from linrnn.reports import report_cli
+from linrnn.reports import cli as report_cli
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from linrnn.reports import report_cli
+from linrnn.reports import cli as report_cli
 from linrnn.reports.results import RESULTS_SCHEMA_VERSION, read_results, write_result
 from linrnn.reports.render import render
 from linrnn.reports.sections import SECTIONS, reference

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from linrnn.reports import normstudy
+from linrnn.experiments import normstudy
 from linrnn.reports.render import render
 from linrnn.reports.results import read_results, write_result
 from linrnn.reports.sections import norms, tasks

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from linrnn.impls.tolerance import tolerance
-from linrnn.reports.montecarlo import QUICK, STARTS
+from linrnn.experiments.montecarlo import QUICK, STARTS
 from linrnn.reports.render import render
 from linrnn.reports.results import read_results, write_result
 from linrnn.reports.sections import theory as theory_section

@@ -1,6 +1,6 @@
 """`linrnn tasks sample`: the file it writes, its one printed line, and its one-line errors.
 
-Most tests drive `register` through a local parser, as `linrnn.reports.cli` does, so they run while
+Most tests drive `register` through a local parser, as `linrnn.cli` does, so they run while
 other areas' `cli` modules are still missing; the tests through `main` skip until those exist.
 """
 
@@ -85,9 +85,9 @@ def test_unwritable_out_raises_linrnn_error(tmp_path, where):
 
 @pytest.fixture
 def main():
-    reports_cli = pytest.importorskip("linrnn.reports.cli")
+    reports_cli = pytest.importorskip("linrnn.cli")
     for area in reports_cli.AREAS:  # `main` imports every area's cli; skip while one is missing
-        pytest.importorskip(area, reason=f"{area} does not exist yet, so linrnn.reports.cli.main cannot build")
+        pytest.importorskip(area, reason=f"{area} does not exist yet, so linrnn.cli.main cannot build")
     return reports_cli.main
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from linrnn.impls.errors import LinrnnError
-from linrnn.reports.cli import main
+from linrnn.cli import main
 from linrnn.tasks.config import TrainConfig
 from linrnn.tasks.grid import grid_config, model_defaults, run_grid, thin
 

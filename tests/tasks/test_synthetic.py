@@ -1,7 +1,7 @@
 """The eleven DLR synthetic tasks: each target against its definition, written here as plain loops.
 
 The loops read the inputs of a float64 batch back (the base signal, markers, the [A | B] layout, the
-queries/keys/values) and recompute the target from DLR.md 3.3 without NumPy vector operations, so
+queries/keys/values) and recompute the target from docs/tasks.md without NumPy vector operations, so
 a slip in an index, an order or an axis of the vectorised generators shows up as a mismatch.
 """
 
@@ -172,7 +172,7 @@ def test_mips_answers_the_value_of_the_best_earlier_key():
 # Common format: shapes, dtypes, masks, positions, normalisation
 
 
-EXPECTED_SHAPE = {  # L -> (L_in, L_out, d_in, d_out), from DLR.md 3.3
+EXPECTED_SHAPE = {  # L -> (L_in, L_out, d_in, d_out), from docs/tasks.md
     "shift": lambda L: (L, L, 3, 8),
     "cumsum": lambda L: (L, L, 3, 1),
     "cummax": lambda L: (L, L, 3, 1),

@@ -7,7 +7,7 @@ import pytest
 
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.tolerance import assert_close
-from linrnn.reports.cli import main
+from linrnn.cli import main
 from linrnn.tasks import checkpoint
 from linrnn.tasks.config import TrainConfig
 from linrnn.tasks.synthetic import TASKS

@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from linrnn.reports import crosscheck
-from linrnn.reports.cli import main
+from linrnn.impls import crosscheck
+from linrnn.cli import main
 
 SMALL = crosscheck.Selection(kinds=("lru", "rotrnn"), modes=("scan", "step"), dtypes=("float64",),
                              shapes=(crosscheck.Shape(1, 5, 2, 2, False, True),))

@@ -27,7 +27,6 @@ where x_1 = xi_h B_h u_1 is the first output and xi_h ||B_h||_F = sqrt(1 - gamma
 This costs one layer run per sequence for all three starts (the default fits in about 20 s on two cores).
 
     run_montecarlo(config, progress=None) -> dict (JSON-ready)
-    plot_rotrnn(result), plot_lru(result) -> inline SVG
 
 torch and jax are imported inside the functions that need them.
 """
@@ -309,52 +308,3 @@ def run_montecarlo(cfg: MonteCarloConfig = DEFAULT, progress=None) -> dict:
         "state_mismatch": mismatch,   # max |returned final state - last output|: 0 when the read-out is the state
         "seconds": seconds,
     }
-
-
-# -- plots --------------------------------------------------------------------------------------
-
-START_TITLES = {"zero": "x_0 = 0 (the code)", "stationary": "stationary start, E||x_0||^2 = 1",
-                "unit_first_input": "first input scaled by 1/||B||_F"}
-COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
-FRAMEWORK_STYLE = {"torch": {"alpha": 0.25, "marker": "o"}, "jax": {"alpha": 0.25, "marker": "x"}}
-
-
-def _panel(ax, result: dict, model: str, start: str, title: str, ylabel: str) -> None:
-    t = np.asarray(result["t"])
-    for c in result["curves"]:
-        if c["model"] != model or c["start"] != start:
-            continue
-        colour = COLOURS[c["unit"] % len(COLOURS)]
-        style = FRAMEWORK_STYLE[c["framework"]]
-        ax.fill_between(t, c["ci_low"], c["ci_high"], color=colour, alpha=style["alpha"], linewidth=0)
-        ax.plot(t, c["mean"], linestyle="none", marker=style["marker"], markersize=3, color=colour,
-                label=f"{c['framework']} MC, {c['label'].split(',')[0]}")
-        if c["framework"] == FRAMEWORKS[0]:
-            ax.plot(t, c["closed"], color=colour, linewidth=1.2, label=f"closed form, {c['label']}")
-    ax.set_xscale("log")
-    ax.set_xlabel("t")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-
-
-def plot_rotrnn(result: dict) -> str:
-    from linrnn.reports.plots import figure, to_svg
-    fig, axes = figure(width=11.0, height=3.6, ncols=len(STARTS))
-    top = 1.05 * max(max(c["ci_high"]) for c in result["curves"] if c["model"] == "rotrnn")
-    for ax, start in zip(axes, STARTS):
-        _panel(ax, result, "rotrnn", start, START_TITLES[start], "E||x_t||^2 per head")
-        ax.set_ylim(0.0, top)                    # one scale: constant at 1 vs rising from 1 - gamma^2
-    axes[1].legend(fontsize=7, loc="lower center")
-    level = int(round(100 * result["config"]["confidence"]))
-    return to_svg(fig, f"RotRNN E||x_t||^2 per head vs t (log scale): Monte Carlo means with {level}% bands "
-                       f"(torch, jax) and closed forms, from three starts")
-
-
-def plot_lru(result: dict) -> str:
-    from linrnn.reports.plots import figure, to_svg
-    fig, ax = figure(width=9.0, height=3.6)
-    _panel(ax, result, "lru", "zero", "LRU modes from x_0 = 0", "E|x_t,j|^2 per mode")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    level = int(round(100 * result["config"]["confidence"]))
-    return to_svg(fig, f"LRU E|x_t,j|^2 per mode vs t (log scale): Monte Carlo means with {level}% bands "
-                       f"(torch, jax) and the closed form, from x_0 = 0")

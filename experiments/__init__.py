@@ -1,0 +1,1 @@
+"""Experiments: measurements that run the implementations (Monte Carlo of the state norm, training studies)."""

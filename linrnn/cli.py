@@ -1,0 +1,58 @@
+"""`linrnn`: the command line of the project.
+
+Each area registers its own sub-commands (`register(subparsers)`, setting `func`), so this file only
+dispatches. A `LinrnnError` (bad input, bad file, unknown name) becomes one line on stderr and exit
+status 2; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from linrnn.impls.errors import LinrnnError
+
+# Modules that define `register(subparsers)`; imported lazily so that `linrnn --help` stays fast
+# and a missing optional framework only breaks the commands that need it.
+AREAS = (
+    "linrnn.impls.cli",
+    "linrnn.theory.cli",
+    "linrnn.tasks.cli",
+    "linrnn.impls.crosscheck",
+    "linrnn.reports.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    import importlib
+
+    from linrnn import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="linrnn",
+        description="Differential testing and theory verification for linear RNNs (RotRNN, LRU, DLR).",
+    )
+    parser.add_argument("--version", action="version", version=f"linrnn {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for name in AREAS:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status = args.func(args)
+    except LinrnnError as err:
+        print(f"linrnn {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"linrnn {args.command}: interrupted", file=sys.stderr)
+        return 130
+    return int(status or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""Package discovery for setuptools (everything else is in pyproject.toml).
+
+The import package `linrnn` is spread over the repository's top-level folders: `linrnn/` holds its root
+(version, `python -m linrnn`, the command line) and each folder in `AREAS` is one sub-package
+(`impls/` -> `linrnn.impls`, ...). Every folder below them with an `__init__.py` is found here, so a new
+sub-package needs no edit anywhere.
+"""
+
+from pathlib import Path
+
+from setuptools import setup
+
+ROOT = Path(__file__).resolve().parent
+AREAS = ("impls", "theory", "tasks", "experiments", "reports")   # top-level folders that are sub-packages
+
+
+def packages() -> list[str]:
+    found = ["linrnn"]
+    for area in AREAS:
+        for init in sorted((ROOT / area).rglob("__init__.py")):
+            found.append(".".join(("linrnn", area, *init.parent.relative_to(ROOT / area).parts)))
+    return found
+
+
+setup(
+    packages=packages(),
+    package_dir={"linrnn": "linrnn", **{f"linrnn.{area}": area for area in AREAS}},
+)
