@@ -108,13 +108,15 @@ def _runner(framework: str, bundle: Bundle, mode: str):
             return y.numpy(), x.numpy()
         return run
     if framework == "jax":
-        from linrnn.impls.jax import from_bundle
+        from linrnn.impls.jax import float64, from_bundle
         from linrnn.impls.jax.layer import apply
-        params = from_bundle(bundle, "float64")
+        with float64():                        # JAX's 64-bit mode, scoped to this run's calls
+            params = from_bundle(bundle, "float64")
 
         def run(u, state):
-            y, x = apply(params, bundle.config, u, mode, state)
-            return np.asarray(y), np.asarray(x)
+            with float64():
+                y, x = apply(params, bundle.config, u, mode, state)
+                return np.asarray(y), np.asarray(x)
         return run
     raise ValueError(f"framework must be one of {FRAMEWORKS}, found {framework!r}")
 

@@ -1,9 +1,12 @@
-"""The measurements of the hidden-state-norm study (the report section `sections/norms.py`).
+"""The measurements of the hidden-state-norm study (claims R8, R9, R1; the report section `sections/norms.py`).
+
+    study(quick, progress, setup=None) -> (data, config)   every run of SETUP plus the per-layer summary
 
 One training run of a RotRNN or an LRU deep model with the torch backend, measured every few steps on
 one fixed validation batch: each block's mixer input (a forward hook), the state trajectory computed
 from it by the float64 reference, and, after every optimiser step, the LRU's gamma_log drift (R9) and
-the orthogonality of RotRNN's P (R1). The section's docstring states what is recorded and why.
+the orthogonality of RotRNN's P (R1). The section's docstring states what is recorded and why; the
+verdicts are the report's (`linrnn.reports.ledger`), computed from these measurements when it renders.
 """
 
 from __future__ import annotations
@@ -212,4 +215,76 @@ def run(model_name: str, seed: int, setup: dict) -> dict:
     return record
 
 
-# -- summaries and verdicts ---------------------------------------------------------------------
+# -- the study and its summaries ----------------------------------------------------------------
+
+MODELS = ("rotrnn", "lru")
+# One setting for both models: the same deep model, task, optimiser and schedule, the same number of
+# complex eigenvalues per layer (RotRNN: 8 heads x 8 real = 32 rotation planes; LRU: 32 modes), and
+# the same ring for gamma / |lambda|: [0.5, 0.999], the RotRNN authors' ListOps initialisation ablation
+# (docs/papers.md), the documented setting closest to the norm experiment.
+SETUP = {
+    "task": "cumsum", "length": 128, "steps": 400, "measure_every": 20, "seeds": [0, 1, 2],
+    "n_layers": 3, "d_model": 32, "heads": 8, "rotrnn_d_state": 8, "lru_d_state": 32,
+    "ring": [0.5, 0.999], "lr": 5e-3, "warmup_fraction": 0.1, "batch_size": 16, "eval_batch_size": 16,
+}
+QUICK_SETUP = {**SETUP, "length": 32, "steps": 80, "measure_every": 8, "seeds": [0, 1], "n_layers": 2}
+SETTLE_BAND = 0.05      # a norm curve has settled from the measurement after which it stays within 5% of its end
+
+
+def coefficient_of_variation(curve: list[float]) -> float:
+    a = np.asarray(curve)
+    return float(a.std() / a.mean())
+
+
+def settle_step(steps: list[int], curve: list[float]) -> int:
+    """The first measured step from which the curve stays within SETTLE_BAND of its last value."""
+    a = np.asarray(curve)
+    inside = np.abs(a / a[-1] - 1.0) <= SETTLE_BAND
+    first = len(a) - 1
+    while first > 0 and inside[first - 1]:
+        first -= 1
+    return int(steps[first])
+
+
+def summarise(records: list[dict], layers: int) -> list[dict]:
+    """One row per model and layer: CV over training (per seed, mean, min, max), settle step, norms."""
+    rows = []
+    for model in MODELS:
+        runs = [r for r in records if r["model"] == model]
+        for i in range(layers):
+            cvs = [coefficient_of_variation(r["norm"][i]) for r in runs]
+            settles = [settle_step(r["measured_steps"], r["norm"][i]) for r in runs]
+            input_cvs = [coefficient_of_variation(r["input_norm"][i]) for r in runs]
+            rows.append({"model": model, "layer": i, "cv": cvs, "cv_mean": float(np.mean(cvs)),
+                         "input_cv_mean": float(np.mean(input_cvs)),
+                         "alignment_start": float(np.mean([r["alignment"][i][0] for r in runs])),
+                         "alignment_end": float(np.mean([r["alignment"][i][-1] for r in runs])),
+                         "cv_min": float(np.min(cvs)), "cv_max": float(np.max(cvs)),
+                         "settle_step": settles, "settle_mean": float(np.mean(settles)),
+                         "norm_start": [r["norm"][i][0] for r in runs], "norm_end": [r["norm"][i][-1] for r in runs],
+                         "ratio_range": float(max(max(r["norm"][i]) / min(r["norm"][i]) for r in runs))})
+    return rows
+
+
+def spread_across(records: list[dict], model: str) -> float:
+    """CV of the end-of-training mean norm across every layer and seed of `model`."""
+    return coefficient_of_variation([n[-1] for r in records if r["model"] == model for n in r["norm"]])
+
+
+def study(quick: bool, progress, setup: dict | None = None) -> tuple[dict, dict]:
+    """Every (model, seed) run of the setup, the per-layer summary, and the spread across layers and seeds."""
+    from linrnn.tasks.grid import thin
+
+    setup = setup or (QUICK_SETUP if quick else SETUP)
+    cases = [(m, s) for m in MODELS for s in setup["seeds"]]
+    records = []
+    for k, (model, seed) in enumerate(cases):
+        progress(k, len(cases), f"{model} seed {seed}")
+        records.append(run(model, seed, setup))
+    progress(len(cases), len(cases), "done")
+    table = summarise(records, setup["n_layers"])
+    across = {m: spread_across(records, m) for m in MODELS}
+    for r in records:
+        r["losses"] = thin(r["losses"], points=50)
+    return ({"runs": records, "table": table, "across": across},
+            {**setup, "models": list(MODELS), "settle_band": SETTLE_BAND})

@@ -37,6 +37,22 @@ from linrnn.impls.errors import LinrnnError
 META_KEY = "__meta__"
 Shape = tuple[int, ...]
 
+# The raw parameters of each recurrence (docs/models.md): trained in their own optimiser group, with
+# their own learning rate and no weight decay. Everything else (B, C, D, W, encoder, norms, GLU,
+# decoder) is an ordinary weight.
+RECURRENCE_KEYS: dict[str, tuple[str, ...]] = {
+    "rotrnn": ("M", "theta", "gamma_log"),
+    "lru": ("nu_log", "theta_log", "gamma_log"),
+    "dlr": ("a", "theta"),
+}
+
+
+def is_recurrence_key(key: str) -> bool:
+    """`theta` in a layer bundle, or `layers.3.mixer.theta` in a model bundle; never a non-mixer weight."""
+    parts = key.split(".")
+    in_mixer = len(parts) == 1 or (len(parts) >= 2 and parts[-2] == "mixer")
+    return in_mixer and any(parts[-1] in keys for keys in RECURRENCE_KEYS.values())
+
 
 # ----------------------------------------------------------------------------------------------
 # Shapes: the contract of docs/models.md, one function per mixer

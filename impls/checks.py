@@ -4,7 +4,50 @@ from __future__ import annotations
 
 import numpy as np
 
+from linrnn.impls.config import DTYPES, MODES, DLRConfig, MixerConfig
 from linrnn.impls.errors import LinrnnError
+
+
+# -- the calls a layer defines (docs/models.md): one rule, one message, every backend ----------------
+
+def check_mode(mode: str, backend: str) -> str:
+    """A mode of `backend` (`linrnn.impls.config.MODES`)."""
+    if mode not in MODES[backend]:
+        raise LinrnnError(f"mode: the {backend} backend has modes {', '.join(MODES[backend])}, found {mode!r}")
+    return mode
+
+
+def check_dtype(dtype: str, backend: str) -> str:
+    """A dtype name that `backend` computes in (`linrnn.impls.config.DTYPES`)."""
+    if dtype not in DTYPES[backend]:
+        allowed = ", ".join(DTYPES[backend]) + (" only" if len(DTYPES[backend]) == 1 else "")
+        raise LinrnnError(f"dtype: the {backend} backend computes in {allowed}, found {dtype!r}")
+    return dtype
+
+
+def check_streaming(cfg: MixerConfig, mode: str, has_state: bool) -> None:
+    """A bidirectional layer has no `step` and no streaming state: its backward scan needs the whole sequence."""
+    if cfg.bidirectional and mode == "step":
+        raise LinrnnError(f"mode: a bidirectional {cfg.kind} layer has no streaming step (its backward scan needs "
+                          f"the whole sequence); use mode scan, sequential or conv")
+    if cfg.bidirectional and has_state:
+        raise LinrnnError(f"state: a bidirectional {cfg.kind} layer has no streaming state (its backward scan needs "
+                          f"the whole sequence); call it without one")
+
+
+def check_kernel_view(cfg: MixerConfig, mode: str, length: int, has_state: bool) -> None:
+    """DLR with `max_kernel_length` is defined by its truncated kernel: only `conv` from a zero state computes it.
+
+    The recurrent views (and a carried state) equal the truncated kernel only while L <= max_kernel_length
+    and the state is zero, so anything else is refused rather than answered with another model.
+    """
+    if not isinstance(cfg, DLRConfig):
+        return
+    limit = cfg.max_kernel_length
+    if limit is not None and (has_state or (mode != "conv" and length > limit)):
+        raise LinrnnError(f"mode: DLR with max_kernel_length={limit} is defined by its truncated kernel; the "
+                          f"recurrent view holds only for L <= {limit} from a zero state (found mode {mode}, L = "
+                          f"{length}{', a given state' if has_state else ''}): use mode conv without a state")
 
 
 def check_sequences(u: np.ndarray, d: int, name: str = "input") -> np.ndarray:

@@ -18,6 +18,25 @@ from linrnn.impls.errors import LinrnnError
 
 SCHEMA_VERSION = 1  # bumped whenever a bundle's keys, shapes or meaning change
 
+# -- the contract's tables, shared by every backend (checked in `linrnn.impls.checks`) --------------
+
+# The computation modes of each backend, the first being its default. The reference computes the two
+# definitions; the frameworks add the chunked `scan` and the streaming `step` (docs/models.md).
+MODES: dict[str, tuple[str, ...]] = {
+    "reference": ("sequential", "conv"),
+    "torch": ("scan", "sequential", "conv", "step"),
+    "jax": ("scan", "sequential", "conv", "step"),
+}
+# The dtypes each backend computes in; the reference is the float64 oracle.
+DTYPES: dict[str, tuple[str, ...]] = {
+    "reference": ("float64",),
+    "torch": ("float32", "float64"),
+    "jax": ("float32", "float64"),
+}
+# BatchNorm's update of its stored statistics in training mode: stat <- (1 - m) stat + m batch_stat
+# (PyTorch's default, which the authors' training code keeps). Evaluation uses the stored statistics.
+BATCHNORM_MOMENTUM = 0.1
+
 
 def _check_int(obj: Any, name: str, minimum: int = 1) -> None:
     value = getattr(obj, name)
@@ -122,9 +141,34 @@ class DLRConfig:
         if self.max_kernel_length is not None:
             _check_int(self, "max_kernel_length")
 
+    def kernel_length(self, length: int) -> int:
+        """L_k = min(max_kernel_length, L): the taps of the kernel on an input of `length` positions."""
+        return length if self.max_kernel_length is None else min(self.max_kernel_length, length)
+
 
 MixerConfig = Union[RotRNNConfig, LRUConfig, DLRConfig]
 MIXER_CONFIGS: dict[str, type] = {c.kind: c for c in (RotRNNConfig, LRUConfig, DLRConfig)}
+KINDS = tuple(MIXER_CONFIGS)    # ("rotrnn", "lru", "dlr")
+
+
+def mixer_config(kind: str, H: int, N: int, heads: int = 1, bidirectional: bool = False, **init: Any) -> MixerConfig:
+    """The mixer `kind` of width H, state N per head (RotRNN: `heads` heads; LRU and DLR have one head).
+
+    `init` sets fields of that mixer's config (RotRNN gamma_min/gamma_max/..., LRU r_min/r_max/...,
+    DLR dt_min/dt_max/...); a field that the kind does not have is a `LinrnnError`.
+    """
+    if kind not in MIXER_CONFIGS:
+        raise LinrnnError(f"mixer: expected one of {', '.join(KINDS)}, found {kind!r}")
+    cls = MIXER_CONFIGS[kind]
+    names = {f.name for f in dataclasses.fields(cls)} - {"d_model", "d_state", "heads", "bidirectional"}
+    unknown = sorted(set(init) - names)
+    if unknown:
+        raise LinrnnError(f"{cls.__name__}: unknown field(s) {', '.join(unknown)} "
+                          f"(expected a subset of {', '.join(sorted(names))})")
+    sizes: dict[str, Any] = {"d_model": H, "d_state": N, "bidirectional": bidirectional}
+    if kind == "rotrnn":
+        sizes["heads"] = heads
+    return cls(**sizes, **init)
 
 
 @dataclass(frozen=True)

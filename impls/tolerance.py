@@ -162,6 +162,16 @@ SCALED: dict[tuple[str, str], ScaledTolerance] = {
         100.0,
         "T steps of a covariance recursion, each rounding once per entry: scale = T * N",
     ),
+    ("covariance_recursion", "float64"): ScaledTolerance(
+        2.0,
+        "tr Sigma_t (Sigma_t = A Sigma_{t-1} A^T + xiB xiB^T, A = gamma P Theta P^T) against 1 - gamma^(2t), "
+        "per t: a step's rounding (N-term sums, the H-term drive, xi's own rounding) then decays like gamma^2 "
+        "per step, and a computed A / gamma whose singular values lie within delta of 1 (expm's defect in P, "
+        "mostly) changes ||A^k xiB||_F^2 by up to 2 k delta times its size: scale_t = (N + H + 2) S1_t + "
+        "2 (delta / eps) S2_t, S1_t = sum_{k<t} gamma^(2k) <= min(t, 1 / (1 - gamma^2)), "
+        "S2_t = (1 - gamma^2) sum_{k<t} k gamma^(2k) <= min(t^2 (1 - gamma^2) / 2, gamma^2 / (1 - gamma^2)); "
+        "the delta term is attained at N = 2 (A / gamma a multiple of a rotation), so the factor 2 is the margin",
+    ),
 }
 
 def scaled_tolerance(kind: str, dtype: str, scale: float) -> float:

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig
+from linrnn.impls.config import mixer_config
 from linrnn.impls.init import init
 from linrnn.impls.jax import from_bundle, layer
 from linrnn.impls.jax.layer import complex_dtype
@@ -42,11 +42,9 @@ def strict_dtype_promotion():
 
 def layer_config(kind: str, profile, bidirectional: bool, dtype: str):
     _, _, H, N, heads = profile
-    if kind == "rotrnn":
-        return RotRNNConfig(d_model=H, d_state=N, heads=heads, bidirectional=bidirectional, gamma_max=0.9999)
-    if kind == "lru":
-        return LRUConfig(d_model=H, d_state=N, bidirectional=bidirectional, r_min=0.0, r_max=0.9999)
-    return DLRConfig(d_model=H, d_state=N, bidirectional=bidirectional, dt_min=1e-5, dt_max=1.0)
+    ranges = {"rotrnn": {"gamma_max": 0.9999}, "lru": {"r_min": 0.0, "r_max": 0.9999},
+            "dlr": {"dt_min": 1e-5, "dt_max": 1.0}}[kind]
+    return mixer_config(kind, H, N, heads=heads, bidirectional=bidirectional, **ranges)
 
 
 def takes_state(cfg, mode: str) -> bool:

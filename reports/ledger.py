@@ -1,187 +1,573 @@
 """The claims ledger (docs/claims.md): every claim of the two seed papers with its verdict.
 
-Verdicts: proved (a symbolic derivation holds), verified (property tests and numeric checks hold on
-random instances), reproduced (an experiment here shows the effect, at the scale named), contradicted
-(an experiment or derivation here shows otherwise, with the exact condition), not run here (needs
-data or compute this machine lacks). A verdict is computed from the saved results at render time, so
-`linrnn report --from` rebuilds it; a row whose evidence is missing says so and claims nothing.
+Verdicts, weakest first: contradicted (a derivation or an experiment here shows otherwise, with the
+exact condition; "in part" when some parts hold) < inconclusive (the evidence exists but does not
+decide, e.g. a run that diverged) < not run here (needs data or compute this machine lacks; the
+command that would settle it is given, or the reason none can) < verified = reproduced (numeric checks
+on random instances hold / an experiment here shows the effect at the scale named) < proved (the claim
+as stated is derived in general; only where the theory record itself says "proved").
+
+A claim gathers *all* its evidence, one `Part` per source (a derivation, a measurement in the
+reference section, a training run...), each with its own verdict and scope; the claim's verdict is its
+weakest part's. So R1 "proved" in SymPy but contradicted in training is contradicted.
+
+Verdicts are computed from the saved measurements when the page renders, so `linrnn report --from`
+re-settles them. Only a results file that is missing, or whose record does not have the shape a
+settle function reads (checked up front, `conforms`), gives "not run here" with the reason; an
+exception in a settle function's own logic propagates: a bug fails loudly instead of hiding as
+"not run here".
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-Records = dict[str, list[dict[str, Any]]]   # section name -> its results records
+import numpy as np
+
+Records = dict[str, list[dict[str, Any]]]   # section name -> its results records (each: meta, data)
+
+RANK = {"contradicted": 0, "contradicted (in part)": 0, "inconclusive": 1, "not run here": 2,
+        "verified": 3, "reproduced": 3, "proved": 4}
+REPORT_COMMAND = "linrnn report --out DIR"   # recomputes every section (add --quick for the small sizes)
+
+# Thresholds of the experimental verdicts (ours: the papers give no numbers).
+SOLVED_R2 = 0.99        # D4 "near-perfect": a task counts as solved at or above this validation R^2
+FAILS_R2 = 0.5          # D4 "fails": at or below this validation R^2 (half the target variance unexplained)
+CV_REPRODUCED = 0.5     # R8: RotRNN's CV over training at most this fraction of LRU's, in every layer
+DRIFT_FACTOR = 10.0     # R9: final gamma_log drift above this multiple of the float32 rounding floor
+STEP_GROWTH = 2.0       # D9: time per position in step mode may grow at most this much over the lengths
+
+
+@dataclass(frozen=True)
+class Part:
+    """One piece of evidence for a claim, with its own verdict."""
+
+    source: str          # what the evidence is, e.g. "derivation (theory)", "training (norms)"
+    verdict: str         # one of RANK
+    evidence: str        # what was found, with numbers
+    scope: str = ""      # what the verdict covers (sizes, instances, scale)
+    command: str = ""    # for "not run here": the exact command that would settle it ("" only with a reason)
+
+    def __post_init__(self) -> None:
+        if self.verdict not in RANK:
+            raise ValueError(f"verdict: expected one of {', '.join(RANK)}, found {self.verdict!r}")
+
+
+@dataclass(frozen=True)
+class Source:
+    """Evidence a claim takes from one section's results."""
+
+    section: str                                  # the results file's section
+    name: str                                     # the Part's `source`
+    shape: Any                                    # what the settle function reads (see `conforms`)
+    settle: Callable[[dict], list[Part]]          # the section's `data` -> parts
 
 
 @dataclass(frozen=True)
 class Claim:
-    id: str
-    paper: str
-    text: str
-    settle: Callable[[Records], dict[str, str]]
+    id: str                          # docs/claims.md
+    paper: str                       # RotRNN or DLR
+    text: str                        # the claim, shortened
+    sources: tuple[Source, ...] = ()  # evidence from results
+    unrun: Part | None = None        # the claim cannot be settled here: why, and the command that would
 
 
-def row(verdict: str, evidence: str, scale: str = "", command: str = "") -> dict[str, str]:
-    return {"verdict": verdict, "evidence": evidence, "scale": scale, "command": command}
+def combine(parts: list[Part]) -> str:
+    """The weakest part's verdict (contradicted < inconclusive < not run here < verified = reproduced < proved)."""
+    if not parts:
+        raise ValueError("a claim needs at least one part")
+    low = min(RANK[p.verdict] for p in parts)
+    weakest = [p.verdict for p in parts if RANK[p.verdict] == low]
+    if low == RANK["contradicted"]:
+        return "contradicted" if "contradicted" in weakest else "contradicted (in part)"
+    if low == RANK["verified"]:
+        return "verified" if "verified" in weakest else "reproduced"
+    return weakest[0]
 
 
-def missing(section: str) -> dict[str, str]:
-    return row("not run here", f"the {section} section has no results in this report (see the skipped files)",
-               command="linrnn report")
+# -- the shape of a record ----------------------------------------------------------------------
+
+class Number:
+    """Shape: a finite or non-finite number (results files store NaN as the string 'nan')."""
 
 
-def _data(records: Records, section: str) -> dict | None:
-    recs = records.get(section) or []
-    return recs[0]["data"] if recs else None
+def conforms(value: Any, shape: Any, path: str = "data") -> str | None:
+    """None when `value` has `shape`, else where it does not.
+
+    Shapes: a type (`str`, `bool`, `int`, `Number`, `dict`, `list`), a frozenset of allowed values,
+    a dict {key: shape} (those keys required, others allowed), a one-element list [shape] (a list whose
+    every element has it), `None` (anything), or a callable value -> problem or None.
+    """
+    if shape is None:
+        return None
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            return f"{path}: expected an object"
+        for key, sub in shape.items():
+            if key not in value:
+                return f"{path}.{key}: missing"
+            problem = conforms(value[key], sub, f"{path}.{key}")
+            if problem:
+                return problem
+        return None
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            return f"{path}: expected a list"
+        for i, item in enumerate(value):
+            problem = conforms(item, shape[0], f"{path}[{i}]")
+            if problem:
+                return problem
+        return None
+    if isinstance(shape, frozenset):
+        return None if value in shape else f"{path}: expected one of {sorted(shape)}, found {value!r}"
+    if shape is Number:
+        ok = (isinstance(value, (int, float)) and not isinstance(value, bool)) or value in ("nan", "inf", "-inf")
+        return None if ok else f"{path}: expected a number"
+    if isinstance(shape, type):
+        ok = isinstance(value, shape) and not (shape is int and isinstance(value, bool))
+        return None if ok else f"{path}: expected {shape.__name__}"
+    return shape(value)
 
 
-def _theory(claim_id: str, extra: Callable[[Records], str] | None = None):
-    """A claim settled by its derivation in `theory/` (and, optionally, more evidence from other sections)."""
-    def settle(records: Records) -> dict[str, str]:
-        data = _data(records, "theory")
-        if data is None:
-            return missing("theory")
-        claim = next((c for c in data["claims"] if c["claim"] == claim_id), None)
-        if claim is None:
-            return row("not run here", f"no derivation of {claim_id} in the theory results")
-        counts = {v: sum(f["verdict"] == v for f in claim["findings"]) for v in ("proved", "verified", "fails")}
-        if claim["verdict"] == "fails":
-            verdict = "contradicted (in part)" if claim["partly"] else "contradicted"
-            holding = [f["statement"] for f in claim["findings"] if f["verdict"] != "fails"][:2]
-            evidence = (f"holds: {'; '.join(holding)}. " if holding else "") + f"Fails when: {claim['condition']}"
-        else:
-            verdict = claim["verdict"]
-            evidence = "; ".join(f["statement"] for f in claim["findings"][:3])
-        evidence += (f" [{counts['proved']} part(s) proved, {counts['verified']} verified, "
-                     f"{counts['fails']} failing]")
-        if extra:
-            evidence += " " + extra(records)
-        return row(verdict, evidence, "SymPy (symbolic) and SciPy/NumPy (random instances)")
-    return settle
+def _num(v: Any) -> float:
+    """A number of a results file as a float ('nan', 'inf' are how the files store non-finite ones)."""
+    return float(v)
 
 
-def _section_claim(section: str, claim_id: str):
-    """A claim whose verdict a section computed from its own measurements (data['claims'][id])."""
-    def settle(records: Records) -> dict[str, str]:
-        data = _data(records, section)
-        if data is None:
-            return missing(section)
-        entry = (data.get("claims") or {}).get(claim_id)
-        if not entry:
-            return row("not run here", f"the {section} section did not settle {claim_id}")
-        return row(entry["verdict"], entry["evidence"], entry.get("scale", ""))
-    return settle
+# -- theory -------------------------------------------------------------------------------------
+
+THEORY_VERDICTS = frozenset({"proved", "verified", "fails", "inconclusive"})
+THEORY_SHAPE = {"claims": [{"claim": str, "verdict": THEORY_VERDICTS, "partly": bool, "condition": str,
+                            "findings": [{"statement": str, "verdict": THEORY_VERDICTS}]}]}
+THEORY_SCOPE = "SymPy (symbolic) and SciPy/NumPy (random instances)"
 
 
-def _norms_extra(claim_id: str) -> Callable[[Records], str]:
-    def extra(records: Records) -> str:
-        data = _data(records, "norms")
-        entry = ((data or {}).get("claims") or {}).get(claim_id)
-        return f"In training: {entry['verdict']}, {entry['evidence']}" if entry else ""
-    return extra
+def _theory_verdict(verdict: str, partly: bool) -> str:
+    if verdict == "fails":
+        return "contradicted (in part)" if partly else "contradicted"
+    return verdict
 
 
-def _param_count(records: Records) -> dict[str, str]:
-    data = _data(records, "reference")
-    if data is None:
-        return missing("reference")
-    if "param_counts" not in data:
-        return row("not run here", "these reference results have no parameter-count check (made by older code)",
-                   command="linrnn report")
+def theory_part(claim_id: str) -> Source:
+    """A claim's derivation in `theory/`: its own verdict ("proved" only where the record says so) and scope."""
+    def settle(data: dict) -> list[Part]:
+        record = next((c for c in data["claims"] if c["claim"] == claim_id), None)
+        if record is None:
+            return [Part("derivation (theory)", "not run here", f"no derivation of {claim_id} in these theory results",
+                         command=f"linrnn theory --claim {claim_id}")]
+        findings = "; ".join(
+            f"{f['statement']} [{_theory_verdict(f['verdict'], False)}"
+            + (f", {f['scope']}" if f.get("scope") else "") + "]" for f in record["findings"])
+        text = findings + (f". Fails when: {record['condition']}" if record["condition"] else "")
+        if record.get("conclusion"):
+            text += f". Conclusion: {record['conclusion']}"
+        return [Part("derivation (theory)", _theory_verdict(record["verdict"], record["partly"]), text,
+                     record.get("scope") or THEORY_SCOPE)]
+    return Source("theory", "derivation (theory)", THEORY_SHAPE, settle)
+
+
+def _r3_montecarlo(data: dict) -> list[Part]:
+    rows = {r["start"]: r for r in data["r3"]}
+    mc = data["montecarlo"]["config"]
+    holds = [s for s, r in rows.items() if r["constant"]]
+    text = ("E||x_t||^2 = 1 at every stored t (1 inside the family-wise band), torch and JAX layers: "
+            + "; ".join(f"from {s}: {'holds' if r['constant'] else 'does not hold'}" for s, r in rows.items())
+            + ("; every curve agrees with its closed form" if all(r["agrees"] for r in rows.values())
+               else "; some curves disagree with their closed forms"))
+    if not all(r["agrees"] for r in rows.values()):
+        verdict = "inconclusive"
+    elif len(holds) == len(rows):
+        verdict = "verified"
+    else:
+        verdict = "contradicted (in part)" if holds else "contradicted"
+    return [Part("Monte Carlo (theory)", verdict, text,
+                 f"{mc['n_seq']} sequences per framework, t up to {mc['T']}, float64")]
+
+
+R3_MC = Source("theory", "Monte Carlo (theory)",
+               {"r3": [{"start": str, "constant": bool, "agrees": bool}],
+                "montecarlo": {"config": {"n_seq": int, "T": int}}}, _r3_montecarlo)
+
+
+# -- reference: R4, R5 --------------------------------------------------------------------------
+
+def _param_counts(data: dict) -> list[Part]:
     checks = data["param_counts"]
-    ok = all(c["ok"] for c in checks)
-    text = "; ".join(f"{c['config']}: {c['count']} = {c['formula']}" for c in checks)
-    return row("verified" if ok else "contradicted", f"independent A, B, gamma per head, one C mixing the "
-               f"concatenated heads; parameter counts equal the formula: {text}", "bundle shapes")
+    ok = all(c["count"] == c["formula_value"] for c in checks)
+    text = ("parameter counts against heads(N^2 + N/2 + 1 + NH) + H heads N + H: "
+            + "; ".join(f"{c['config']}: {c['count']} vs {c['formula_value']}" for c in checks))
+    return [Part("parameter count (reference)", "verified" if ok else "contradicted", text, "bundle shapes")]
 
 
-def _equivalence_extra(records: Records) -> str:
-    data = _data(records, "reference")
-    conv = (data or {}).get("converters")
-    if not conv:
-        return ""
-    worst = max(c["rel"] / c["rtol"] for c in conv)
-    return (f"Converters RotRNN <-> LRU on {len(conv)} random bundles: outputs agree, worst error / tolerance "
-            f"{worst:.3f} ({'within' if worst <= 1 else 'EXCEEDS'} the table).")
+def _head_independence(data: dict) -> list[Part]:
+    cases = data["head_independence"]
+    others = max(_num(c["other_max_ratio"]) for c in cases)
+    moved = min(_num(c["changed_rel"]) / _num(c["changed_rtol"]) for c in cases)
+    mixed = max(_num(c["sum_ratio"]) for c in cases)
+    ok = others <= 1.0 and moved > 1.0 and mixed <= 1.0
+    c0 = cases[0]
+    text = (f"changing one head's {', '.join(c0['changed'])} moves that head's contribution C[:, head] x^h_t "
+            f"(smallest change {moved:.3g} x the tolerance) and leaves every other head's within "
+            f"{others:.3g} x the float64 tolerance; the output equals the sum of the heads' contributions "
+            f"+ D u within {mixed:.3g} x the tolerance")
+    return [Part("head independence (reference)", "verified" if ok else "contradicted", text,
+                 f"{len(cases)} cases: heads = {c0['heads']}, H = {c0['H']}, N = {c0['N']}, L = {c0['L']}, "
+                 f"float64 reference")]
 
 
-def _step_constant(records: Records) -> dict[str, str]:
-    data = _data(records, "speed")
-    if data is None:
-        return missing("speed")
+PARAM_COUNTS = Source("reference", "parameter count (reference)",
+                      {"param_counts": [{"config": str, "count": int, "formula_value": int}]}, _param_counts)
+HEADS = Source("reference", "head independence (reference)",
+               {"head_independence": [{"changed": [str], "heads": int, "H": int, "N": int, "L": int,
+                                       "other_max_ratio": Number, "changed_rel": Number, "changed_rtol": Number,
+                                       "sum_ratio": Number}]}, _head_independence)
+
+
+def _converters(data: dict) -> list[Part]:
+    conv = data["converters"]
+    worst = max(_num(c["rel"]) / _num(c["rtol"]) for c in conv)
+    return [Part("converters (reference)", "verified" if worst <= 1 else "contradicted",
+                 f"RotRNN <-> LRU converters on {len(conv)} random bundles: outputs agree, worst error / "
+                 f"tolerance {worst:.3g}", "float64 reference, H = 6, L = 33")]
+
+
+CONVERTERS = Source("reference", "converters (reference)",
+                    {"converters": [{"rel": Number, "rtol": Number}]}, _converters)
+
+
+# -- norms: R8, R9, R1 in training --------------------------------------------------------------
+
+def _runs_shape(model: str, shape: dict) -> Callable[[Any], str | None]:
+    """Shape: data.runs is a list, and each run of `model` has `shape`."""
+    def check(runs: Any) -> str | None:
+        if not isinstance(runs, list) or not all(isinstance(r, dict) and isinstance(r.get("model"), str) for r in runs):
+            return "data.runs: expected a list of runs with a model name"
+        mine = [r for r in runs if r["model"] == model]
+        if not mine:
+            return f"data.runs: no {model} run"
+        for i, r in enumerate(mine):
+            problem = conforms(r, shape, f"data.runs[{model} {i}]")
+            if problem:
+                return problem
+        return None
+    return check
+
+
+def norms_scale(config: dict) -> str:
+    return (f"task {config['task']} at L = {config['length']} (the paper: LRA ListOps, not available here), "
+            f"{config['n_layers']} blocks, H = {config['d_model']}, {config['steps']} steps of batch "
+            f"{config['batch_size']}, {len(config['seeds'])} seeds, torch float32")
+
+
+def _three_way(ratio: float) -> str:
+    """RotRNN's spread / LRU's spread -> reproduced (clearly below), contradicted (not below), inconclusive."""
+    if ratio <= CV_REPRODUCED:
+        return "reproduced"
+    return "contradicted" if ratio >= 1.0 else "inconclusive"
+
+
+def settle_r8(data: dict, scale: str = "") -> list[Part]:
+    """Constant over training, per layer: RotRNN's CV at most CV_REPRODUCED x LRU's in every layer
+    (reproduced), at least LRU's in some layer (contradicted), else inconclusive. The spread across
+    layers and seeds at the end of training is reported beside it."""
+    table = data["table"]
+    layers = sorted({r["layer"] for r in table})
+    cv = {(r["model"], r["layer"]): _num(r["cv_mean"]) for r in table}
+    settle = {(r["model"], r["layer"]): _num(r["settle_mean"]) for r in table}
+    ratios = [cv[("rotrnn", i)] / cv[("lru", i)] if cv[("lru", i)] > 0 else math.inf for i in layers]
+    if any(math.isnan(q) for q in ratios):
+        verdict = "inconclusive"
+    elif all(q <= CV_REPRODUCED for q in ratios):
+        verdict = "reproduced"
+    elif any(q >= 1.0 for q in ratios):
+        verdict = "contradicted"
+    else:
+        verdict = "inconclusive"
+    across = {m: _num(v) for m, v in data["across"].items()}
+    across_ratio = across["rotrnn"] / across["lru"] if across["lru"] > 0 else math.inf
+    text = ("over training, coefficient of variation of each layer's mean state norm (mean over seeds), RotRNN vs "
+            "LRU: " + "; ".join(f"layer {i}: {cv[('rotrnn', i)]:.3g} vs {cv[('lru', i)]:.3g} (ratio {q:.2f}), "
+                                 f"settled from step {settle[('rotrnn', i)]:.0f} vs {settle[('lru', i)]:.0f}"
+                                 for i, q in zip(layers, ratios))
+            + f". Thresholds: reproduced if every ratio <= {CV_REPRODUCED}, contradicted if one >= 1. Beside it, "
+            f"across layers and seeds, CV of the end-of-training norms: {across['rotrnn']:.3g} vs {across['lru']:.3g} "
+            f"(ratio {across_ratio:.2f}: {_three_way(across_ratio)} by the same thresholds)")
+    return [Part("training (norms)", verdict, text, scale)]
+
+
+def settle_r9_training(data: dict, scale: str = "") -> list[Part]:
+    runs = [r for r in data["runs"] if r["model"] == "lru"]
+    final_max = max(_num(m[-1]) for r in runs for m in r["drift"]["max"])
+    floor = max(_num(r["drift"]["rounding_floor"]) for r in runs)
+    verdict = "verified" if final_max > DRIFT_FACTOR * floor else "inconclusive"
+    text = (f"after training, |gamma_log - log sqrt(1 - |lambda|^2)| reaches {final_max:.3g} (max over modes, layers "
+            f"and seeds); at initialisation {floor:.2g} (float32 rounding): nothing in the LRU keeps its input scaling "
+            f"tied to |lambda| (threshold: {DRIFT_FACTOR:g} x the rounding floor)")
+    return [Part("training (norms)", verdict, text, scale)]
+
+
+def settle_r1_training(data: dict, scale: str = "") -> list[Part]:
+    runs = [r for r in data["runs"] if r["model"] == "rotrnn"]
+    worst = [r["orthogonality"]["worst"] for r in runs]
+    ratio = max(_num(w["max_ratio"]) for w in worst)
+    error = max(_num(w["max_error"]) for w in worst)
+    f32 = max(_num(w["max_error_float32"]) for w in worst)
+    checked = sum(w["steps_checked"] for w in worst)
+    verdict = "inconclusive" if math.isnan(ratio) else ("verified" if ratio <= 1.0 else "contradicted")
+    text = (f"max |P^T P - I| = {error:.3g} over every head and layer after each of {checked} parameter states "
+            f"({len(runs)} seeds), P = expm(M - M^T) in float64 from the trained M: {ratio:.3g} of its tolerance "
+            f"(float64 expm_orthogonality); the float32 P used in training: {f32:.3g}")
+    return [Part("training (norms)", verdict, text, scale)]
+
+
+NORMS_TABLE = {"table": [{"model": str, "layer": int, "cv_mean": Number, "settle_mean": Number}],
+               "across": {"rotrnn": Number, "lru": Number}}
+DRIFT_RUN = {"drift": {"max": [[Number]], "rounding_floor": Number}}
+ORTHO_RUN = {"orthogonality": {"worst": {"max_ratio": Number, "max_error": Number, "max_error_float32": Number,
+                                         "steps_checked": int}}}
+
+
+def _norms_source(settle: Callable[[dict, str], list[Part]], shape: dict) -> Source:
+    return Source("norms", "training (norms)", shape, settle)
+
+
+R8_NORMS = _norms_source(settle_r8, NORMS_TABLE)
+R9_NORMS = _norms_source(settle_r9_training, {"runs": _runs_shape("lru", DRIFT_RUN)})
+R1_NORMS = _norms_source(settle_r1_training, {"runs": _runs_shape("rotrnn", ORTHO_RUN)})
+
+
+# -- tasks: D4 ----------------------------------------------------------------------------------
+
+def diverged(row: dict) -> bool:
+    """A run that did not finish with a finite R^2: evidence for nothing."""
+    r2 = row.get("r2")
+    return row.get("status") != "ok" or r2 is None or isinstance(r2, str) or not math.isfinite(r2)
+
+
+def outcome(rows: list[dict]) -> dict:
+    """model -> task -> mean final R^2 over the finished seeds, how many diverged, solved, fails.
+
+    A diverged run is neither solved nor failing: the entry is then undecided (both False), so a
+    verdict that needs it comes out inconclusive.
+    """
+    result: dict = {}
+    for r in rows:
+        result.setdefault(r["model"], {}).setdefault(r["task"], []).append(r)
+    out: dict = {}
+    for model, tasks in result.items():
+        for task, runs in tasks.items():
+            finished = [r["r2"] for r in runs if not diverged(r)]
+            lost = len(runs) - len(finished)
+            r2 = float(np.mean(finished)) if finished else None
+            decided = lost == 0 and r2 is not None
+            out.setdefault(model, {})[task] = {"r2": r2, "seeds": len(runs), "diverged": lost,
+                                               "solved": decided and r2 >= SOLVED_R2,
+                                               "fails": decided and r2 <= FAILS_R2}
+    return out
+
+
+def tasks_scale(config: dict) -> str:
+    return (f"L = {config['length']} (paper: 4096, Shift up to 2^20), {config['steps']} steps "
+            f"(paper: 12 epochs of 14 400 samples), 1 layer, torch float32, seeds "
+            f"{', '.join(map(str, config['seeds']))}")
+
+
+def settle_d4(data: dict, scale: str = "") -> list[Part]:
+    """reproduced: DLR solves Shift and fails ContextShift; contradicted: DLR solves ContextShift; otherwise
+    (a diverged run, Shift not solved within the budget, ContextShift in between) inconclusive."""
+    solved = outcome(data["rows"])
+    dlr = solved.get("dlr", {})
+    shift, context = dlr.get("shift"), dlr.get("context_shift")
+
+    def fmt(entry: dict) -> str:
+        if entry["r2"] is None:
+            return "diverged"
+        return f"R^2 = {entry['r2']:.4f}" + (f" ({entry['diverged']} of {entry['seeds']} seeds diverged)"
+                                              if entry["diverged"] else "")
+
+    if shift is None or context is None:
+        return [Part("training (tasks)", "inconclusive", "DLR was not run on both Shift and ContextShift", scale)]
+    others = "; ".join(f"{m}: Shift {fmt(solved[m]['shift'])}, ContextShift {fmt(solved[m]['context_shift'])}"
+                       for m in ("lru", "rotrnn") if {"shift", "context_shift"} <= set(solved.get(m, {})))
+    text = (f"DLR: Shift {fmt(shift)} ({'solved' if shift['solved'] else 'not solved'}, threshold {SOLVED_R2}), "
+            f"ContextShift {fmt(context)} ({'fails' if context['fails'] else 'does not fail'}, threshold {FAILS_R2})"
+            + (f". Beside it, {others}" if others else ""))
+    if context["solved"]:
+        verdict = "contradicted"
+    elif shift["solved"] and context["fails"]:
+        verdict = "reproduced"
+    else:
+        verdict = "inconclusive"
+    return [Part("training (tasks)", verdict, text, scale)]
+
+
+TASK_ROW = {"task": str, "model": str, "seed": int, "status": str}
+D4_TASKS = Source("tasks", "training (tasks)", {"rows": [TASK_ROW]}, settle_d4)
+
+
+# -- speed: D9 ----------------------------------------------------------------------------------
+
+def settle_d9(data: dict, scale: str = "") -> list[Part]:
     ratios = []
     for backend in ("torch", "jax"):
         for kind in ("rotrnn", "lru", "dlr"):
-            pts = sorted((r["L"], r["us_per_position"]) for r in data["rows"] if r["mode"] == "step"
+            pts = sorted((r["L"], _num(r["us_per_position"])) for r in data["rows"] if r["mode"] == "step"
                          and r["backend"] == backend and r["mixer"] == kind and r["ms"] is not None)
             if len(pts) >= 2:
                 ratios.append((pts[-1][1] / pts[0][1], f"{backend} {kind}", pts[0][0], pts[-1][0]))
     if not ratios:
-        return row("not run here", "no step-mode timings at two lengths")
+        return [Part("benchmark (speed)", "inconclusive", "no step-mode timings at two lengths", scale)]
     worst = max(ratios)
-    verdict = "verified" if worst[0] <= 2.0 else "contradicted"
-    return row(verdict, f"streaming step mode: time per position from L = {worst[2]} to {worst[3]} changes by "
-               f"at most x{worst[0]:.2f} ({worst[1]}); O(1) state per position by construction "
-               f"(threshold: x2)", "one layer, B, H, N as in the speed section")
+    return [Part("benchmark (speed)", "verified" if worst[0] <= STEP_GROWTH else "contradicted",
+                 f"streaming step mode: time per position from L = {worst[2]} to {worst[3]} changes by at most "
+                 f"x{worst[0]:.2f} ({worst[1]}; threshold x{STEP_GROWTH:g}); O(1) state per position by construction",
+                 scale or "one layer, sizes as in the speed section")]
 
 
-def _not_here(need: str, command: str) -> Callable[[Records], dict[str, str]]:
-    return lambda records: row("not run here", need, "", command)
+D9_SPEED = Source("speed", "benchmark (speed)",
+                  {"rows": [{"backend": str, "mixer": str, "mode": str, "L": int, "ms": None,
+                             "us_per_position": None}]}, settle_d9)
 
 
+# -- claims that cannot be settled here ---------------------------------------------------------
+
+def not_run(need: str, command: str) -> Part:
+    return Part("not run here", "not run here", need, "", command)
+
+
+LRA = "ListOps, Text, Retrieval, Image, Pathfinder, Path-X"
 CLAIMS: tuple[Claim, ...] = (
     Claim("R1", "RotRNN", "A = exp(M - M^T) is a rotation (orthogonal, det +1) for every M, so A stays valid "
-          "all through training", _theory("R1", _norms_extra("R1"))),
+          "all through training", (theory_part("R1"), R1_NORMS)),
     Claim("R2", "RotRNN", "A = P Theta P^T with 2x2 blocks gives A^k cheaply, without dense matrix powers",
-          _theory("R2")),
+          (theory_part("R2"),)),
     Claim("R3", "RotRNN", "the normalisation keeps E||x_t||^2 constant for all t (LRU's only as t -> infinity)",
-          _theory("R3")),
+          (theory_part("R3"), R3_MC)),
     Claim("R4", "RotRNN", "multi-head: independent A, B, gamma per head, outputs concatenated and mixed linearly",
-          _param_count),
+          (HEADS, PARAM_COUNTS)),
     Claim("R5", "RotRNN", "an LRU whose eigenvalues come in conjugate pairs is equivalent to a multi-head RotRNN",
-          _theory("R5", _equivalence_extra)),
+          (theory_part("R5"), CONVERTERS)),
     Claim("R6", "RotRNN", "LRA: competitive with S4, S5, LRU; best on ListOps, Text, Retrieval",
-          _not_here("needs the Long Range Arena data and a GPU; this project has no LRA loaders yet, so no "
-                    "command can settle it today", "")),
+          unrun=not_run(f"needs classification training on the Long Range Arena data ({LRA}), the S4/S5 baselines "
+                        "and a GPU. The data side exists (linrnn data check DIR --task listops|text|retrieval|image|"
+                        "pathfinder); training beyond regression and the baselines do not yet",
+                        "planned (training at full scale): linrnn train --config tasks/configs/<task>-rotrnn.<ext> "
+                        "--data DIR, for <task> in listops, text, retrieval, image, pathfinder, pathx")),
     Claim("R7", "RotRNN", "Speech Commands 35: 95.2%, as a reproduced LRU at similar parameter count",
-          _not_here("needs the Speech Commands data and a GPU; no loader in this project yet", "")),
+          unrun=not_run("needs classification training on Speech Commands v0.02 and a GPU. The SC35 loader exists "
+                        "(linrnn data check DIR --task sc35); training beyond regression does not yet",
+                        "planned (training at full scale): linrnn train --config tasks/configs/sc35-rotrnn.<ext> "
+                        "--data DIR")),
     Claim("R8", "RotRNN", "hidden-state norm stays almost constant over training, across depth and seeds; "
-          "LRU's fluctuates and settles slowly", _section_claim("norms", "R8")),
+          "LRU's fluctuates and settles slowly", (R8_NORMS,)),
     Claim("R9", "RotRNN", "LRU does not enforce conjugate pairs, real outputs, or a normalisation that keeps the "
-          "state's magnitude coherent", _theory("R9", _norms_extra("R9"))),
+          "state's magnitude coherent", (theory_part("R9"), R9_NORMS)),
     Claim("D1", "DLR", "without discretisation, DLR matches S4/S4D on LRA (incl. Path-X and ListOps)",
-          _not_here("needs the LRA data and a GPU; no LRA loaders in this project yet", "")),
+          unrun=not_run(f"needs classification training on the Long Range Arena data ({LRA}), the S4/S4D baselines "
+                        "and a GPU. The data side exists (linrnn data check DIR --task ...); training beyond "
+                        "regression and the baselines do not yet",
+                        "planned (training at full scale): linrnn train --config tasks/configs/<task>-dlr.<ext> "
+                        "--data DIR, for <task> in listops, text, retrieval, image, pathfinder, pathx")),
     Claim("D2", "DLR", "eigenvalues near the unit circle propagate signal over a million steps and more",
-          _theory("D2")),
-    Claim("D3", "DLR", "periodic initialisation: a size-N DLR expresses any length-N kernel", _theory("D3")),
+          (theory_part("D2"),)),
+    Claim("D3", "DLR", "periodic initialisation: a size-N DLR expresses any length-N kernel", (theory_part("D3"),)),
     Claim("D4", "DLR", "synthetic tasks: near-perfect where few kernels suffice (Shift), poor where "
-          "context-dependent shifts are needed (ContextShift fails)", _section_claim("tasks", "D4")),
+          "context-dependent shifts are needed (ContextShift fails)", (D4_TASKS,)),
     Claim("D5", "DLR", "strong on ListOpsSubTrees and PathfinderSegmentation, better than local attention",
-          _not_here("the ListOpsSubTrees and PathfinderSegmentation generators are not built yet", "")),
+          unrun=not_run("needs token-level and per-pixel training, a local-attention baseline, and a GPU at full "
+                        "scale. The generators and loaders exist (linrnn data generate listops-subtrees|"
+                        "pathfinder-segmentation --out DIR; linrnn tasks sample --task listops_subtrees); the "
+                        "training heads and the baseline do not yet",
+                        "planned (training at full scale): linrnn train --config "
+                        "tasks/configs/<task>-dlr.<ext> --data DIR, for <task> in listops-subtrees, "
+                        "pathfinder-segmentation")),
     Claim("D6", "DLR", "Speech Commands 10 (raw): 97.1% with O(L) decoding",
-          _not_here("needs the Speech Commands data and a GPU; no loader yet (the O(1)-per-token step mode is "
-                    "checked under D9)", "")),
+          unrun=not_run("needs classification training on Speech Commands v0.02 and a GPU. The SC10 loader exists "
+                        "(linrnn data check DIR --task sc10); training beyond regression does not yet. The "
+                        "O(1)-per-token step mode is checked under D9",
+                        "planned (training at full scale): linrnn train --config tasks/configs/sc10-dlr.<ext> "
+                        "--data DIR")),
     Claim("D7", "DLR", "PG-19 language modelling at 1.2B parameters: loss comparable to a Transformer",
-          _not_here("out of reach of this project's machines (1.2B parameters); no number is given", "")),
+          unrun=not_run("out of reach of this project's machines: a 1.2B-parameter model and the PG-19 corpus need "
+                        "a multi-GPU cluster for weeks; no command here would settle it, and no number is given", "")),
     Claim("D8", "DLR", "more robust to the position of layer norm than Transformers",
-          _not_here("no attention baseline in this project yet, so the comparison the claim makes cannot run; "
-                    "DLR alone, pre- vs post-norm on the synthetic tasks:",
-                    "linrnn tasks grid --tasks all --models dlr --length 256 --steps 1000 --out pre && "
-                    "linrnn tasks grid --tasks all --models dlr --length 256 --steps 1000 --set prenorm=false "
-                    "--out post")),
-    Claim("D9", "DLR", "O(L) inference", _step_constant),
+          unrun=not_run("needs an attention baseline, which this project does not have, so the comparison the "
+                        "claim makes cannot run; the DLR half (pre- vs post-norm on the synthetic tasks) runs with "
+                        "the command given",
+                        "linrnn tasks grid --tasks all --models dlr --length 256 --steps 1000 --out pre && "
+                        "linrnn tasks grid --tasks all --models dlr --length 256 --steps 1000 --set prenorm=false "
+                        "--out post")),
+    Claim("D9", "DLR", "O(L) inference", (D9_SPEED,)),
 )
 
+# section -> (the shape of its meta.config, config -> the scope of its parts)
+CONTEXT = {"norms": ({"task": str, "length": int, "n_layers": int, "d_model": int, "steps": int, "batch_size": int,
+                      "seeds": [int]}, norms_scale),
+           "tasks": ({"length": int, "steps": int, "seeds": [int]}, tasks_scale)}
 
-def build(records: Records) -> list[dict[str, str]]:
-    """One row per claim of docs/claims.md, in order."""
+
+def _machine(record: dict) -> str:
+    return str(((record.get("meta") or {}).get("machine") or {}).get("label", "?"))
+
+
+def settle_source(source: Source, records: list[dict]) -> list[Part]:
+    """The parts one source gives: per results record; missing or malformed results: not run here, with why."""
+    if not records:
+        return [Part(source.name, "not run here", f"the {source.section} section has no results in this report",
+                     command=REPORT_COMMAND)]
+    parts = []
+    for record in records:
+        data = record.get("data")
+        problem = conforms(data, source.shape)
+        prefix = f"{_machine(record)}: " if len(records) > 1 else ""
+        if problem:
+            parts.append(Part(prefix + source.name, "not run here",
+                              f"the {source.section} results cannot be read for this claim ({problem}); "
+                              "they were probably written by older code", command=REPORT_COMMAND))
+            continue
+        context = CONTEXT.get(source.section)
+        if context is None:
+            found = source.settle(data)
+        else:
+            shape, scope_of = context
+            config = (record.get("meta") or {}).get("config")
+            problem = conforms(config, shape, "meta.config")
+            if problem:
+                parts.append(Part(prefix + source.name, "not run here", f"the {source.section} results cannot be "
+                                  f"read for this claim ({problem})", command=REPORT_COMMAND))
+                continue
+            found = source.settle(data, scope_of(config))
+        parts.extend(Part(prefix + p.source, p.verdict, p.evidence, p.scope, p.command) for p in found)
+    return parts
+
+
+def parts_of(claim: Claim, records: Records) -> list[Part]:
+    if claim.unrun is not None:
+        return [claim.unrun]
+    return [p for source in claim.sources for p in settle_source(source, records.get(source.section) or [])]
+
+
+def record_parts(record: dict) -> dict[str, list[dict]]:
+    """claim id -> the parts one results record gives (the sections show their own verdicts with these)."""
+    out = {}
+    for claim in CLAIMS:
+        parts = [p for s in claim.sources if s.section == record.get("section") for p in settle_source(s, [record])]
+        if parts:
+            out[claim.id] = [asdict(p) for p in parts]
+    return out
+
+
+def build(records: Records) -> list[dict[str, Any]]:
+    """One row per claim of docs/claims.md, in order: verdict (weakest part), evidence, scale, command, parts."""
     rows = []
     for claim in CLAIMS:
-        try:
-            settled = claim.settle(records)
-        except (KeyError, TypeError, ValueError, IndexError) as err:   # a malformed results file
-            settled = row("not run here", f"its results could not be read ({type(err).__name__}: {err})")
-        rows.append({"id": claim.id, "paper": claim.paper, "claim": claim.text, **settled})
+        parts = parts_of(claim, records)
+        evidence = " | ".join(f"{p.source} [{p.verdict}]: {p.evidence}" for p in parts)
+        scopes = list(dict.fromkeys(p.scope for p in parts if p.scope))
+        commands = list(dict.fromkeys(p.command for p in parts if p.verdict == "not run here" and p.command))
+        rows.append({"id": claim.id, "paper": claim.paper, "claim": claim.text, "verdict": combine(parts),
+                     "evidence": evidence, "scale": "; ".join(scopes), "command": "; ".join(commands),
+                     "parts": [asdict(p) for p in parts]})
     return rows

@@ -1,21 +1,41 @@
 """Render the report page from saved results: one self-contained HTML file.
 
 No network: the CSS is inline, plots are inline SVG, formulas are MathML (rendered by the browser
-itself), and there are no scripts or web fonts. Jinja2 autoescaping is on for every template, so text
-from results files (paths, error messages, machine names) cannot inject markup.
+itself), and there are no scripts or web fonts. Jinja2 autoescaping is on for every template, and no
+template marks anything read from a results file as safe. Markup enters the page only two ways:
+
+- figures: the results store each figure's *description* (`linrnn.reports.plots`); the renderer draws
+  the SVG itself, here, merging the same figure from several results files (one series per machine);
+- formulas: SymPy's MathML, stored in the theory results, is parsed and written out again by
+  `mathml` from an allow-list of presentation-MathML elements and attributes, so nothing else
+  (a script, an event handler, a link) can pass; anything outside the list shows as a note instead.
 """
 
 from __future__ import annotations
 
 import datetime
+import html
 import os
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
 
 from linrnn.impls.errors import LinrnnError
-from linrnn.reports import ledger
+from linrnn.reports import ledger, plots
 from linrnn.reports.results import Loaded
+
+MATHML_NS = "{http://www.w3.org/1998/Math/MathML}"
+MATHML_ELEMENTS = frozenset(
+    "math mrow mi mn mo ms mtext mspace msup msub msubsup munder mover munderover mfrac msqrt mroot mfenced "
+    "mtable mtr mtd mlabeledtr mstyle mpadded mphantom menclose merror mmultiscripts mprescripts none "
+    "semantics annotation".split())
+MATHML_ATTRIBUTES = frozenset(
+    "display mathvariant mathsize stretchy fence separator separators lspace rspace open close accent "
+    "accentunder movablelimits form largeop symmetric linethickness columnalign rowalign columnspacing "
+    "rowspacing columnlines rowlines frame width height depth scriptlevel displaystyle notation "
+    "encoding".split())
 
 
 def environment() -> Environment:
@@ -24,23 +44,94 @@ def environment() -> Environment:
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["sci"] = lambda x, digits=2: (f"{x:.{digits}e}" if isinstance(x, (int, float)) else str(x))
     env.filters["fixed"] = lambda x, digits=3: (f"{x:.{digits}f}" if isinstance(x, (int, float)) else str(x))
+    env.filters["mathml"] = mathml
+    env.globals["claim_parts"] = ledger.record_parts
+    env.globals["thresholds"] = {"solved_r2": ledger.SOLVED_R2, "fails_r2": ledger.FAILS_R2,
+                                 "cv_reproduced": ledger.CV_REPRODUCED, "drift_factor": ledger.DRIFT_FACTOR}
     return env
+
+
+# -- formulas -----------------------------------------------------------------------------------
+
+def _write(element: ET.Element, out: list[str]) -> None:
+    if not element.tag.startswith(MATHML_NS):
+        raise ValueError(f"element {element.tag!r} is not MathML")
+    tag = element.tag[len(MATHML_NS):]
+    if tag not in MATHML_ELEMENTS:
+        raise ValueError(f"element <{tag}> is not on the MathML allow-list")
+    attrs = []
+    for name, value in element.attrib.items():
+        if name not in MATHML_ATTRIBUTES:
+            raise ValueError(f"attribute {name!r} is not on the MathML allow-list")
+        attrs.append(f' {name}="{html.escape(value, quote=True)}"')
+    if tag == "math":
+        attrs.insert(0, ' xmlns="http://www.w3.org/1998/Math/MathML"')
+    out.append(f"<{tag}{''.join(attrs)}>" + html.escape(element.text or "", quote=False))
+    for child in element:
+        _write(child, out)
+        out.append(html.escape(child.tail or "", quote=False))
+    out.append(f"</{tag}>")
+
+
+def mathml(text: object) -> Markup:
+    """Stored MathML, re-written from its parsed tree if it is MathML and nothing else; else an escaped note."""
+    try:
+        if not isinstance(text, str):
+            raise ValueError("expected text")
+        root = ET.fromstring(text)
+        if root.tag != MATHML_NS + "math":
+            raise ValueError("the root element is not <math>")
+        out: list[str] = []
+        _write(root, out)
+        return Markup("".join(out))
+    except (ET.ParseError, ValueError) as err:
+        return Markup('<span class="bad">formula omitted: {}</span>').format(str(err))
+
+
+# -- figures ------------------------------------------------------------------------------------
+
+def figures(records: list[dict]) -> dict[str, Markup]:
+    """name -> the SVG the renderer draws from every record's description of figure `name` (merged)."""
+    names: list[str] = []
+    for record in records:
+        stored = record["data"].get("plots")
+        if isinstance(stored, dict):
+            names.extend(n for n in stored if n not in names)
+    out = {}
+    for name in names:
+        labelled, problems = [], []
+        for record in records:
+            fig = (record["data"].get("plots") or {}).get(name)
+            machine = str(record["meta"]["machine"].get("label", "?"))
+            try:
+                plots.check(fig)
+            except plots.PlotError as err:
+                problems.append(f"{machine}: {err}")
+                continue
+            labelled.append((machine, fig))
+        svg = Markup(plots.draw(plots.merge(labelled))) if labelled else Markup("")
+        if problems:
+            svg += Markup('<p class="note">Not drawn from {}.</p>').format("; ".join(problems))
+        out[name] = svg
+    return out
 
 
 def render(loaded: Loaded, sections, out: str | os.PathLike, quick: bool | None = None) -> Path:
     """Write `<out>/report.html` from the loaded results; returns its path."""
     by_section = {s.NAME: [r for r in loaded.results if r["section"] == s.NAME] for s in sections}
-    claims = ledger.build(by_section)
+    every = {name: [r for r in loaded.results if r["section"] == name] for name in {r["section"] for r in loaded.results}}
+    claims = ledger.build(every)              # the ledger reads every loaded result, drawn sections or not
+    drawn = {s.NAME: figures(by_section[s.NAME]) for s in sections}
     quick_flags = {bool(r["meta"]["config"].get("quick")) for r in loaded.results}
-    html = environment().get_template("report.html.j2").render(
-        sections=sections, by_section=by_section, skipped=loaded.skipped, ledger=claims,
+    page = environment().get_template("report.html.j2").render(
+        sections=sections, by_section=by_section, skipped=loaded.skipped, ledger=claims, figures=drawn,
         results=loaded.results, quick=any(quick_flags) if quick is None else quick,
         rendered=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
     out = Path(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
         path = out / "report.html"
-        path.write_text(html, encoding="utf-8")
+        path.write_text(page, encoding="utf-8")
         (out / "ledger.txt").write_text(ledger_text(claims), encoding="utf-8")
     except OSError as err:
         raise LinrnnError(f"cannot write the report to {out}: {err.strerror or err}") from None
@@ -54,8 +145,10 @@ def ledger_text(rows: list[dict]) -> str:
     lines = []
     for r in rows:
         lines.append(f"{r['id']:<3} {r['verdict'].upper()}: {r['claim']}")
-        for label in ("evidence", "scale", "command"):
-            if r[label]:
-                lines.extend(textwrap.wrap(f"{label}: {r[label]}", 110, initial_indent="    ",
-                                           subsequent_indent="      "))
+        for p in r["parts"]:
+            text = f"{p['source']} [{p['verdict']}]: {p['evidence']}" + (f" (scope: {p['scope']})" if p["scope"] else "")
+            lines.extend(textwrap.wrap(text, 110, initial_indent="    ", subsequent_indent="      "))
+        if r["command"]:
+            lines.extend(textwrap.wrap(f"command: {r['command']}", 110, initial_indent="    ",
+                                       subsequent_indent="      "))
     return "\n".join(lines) + "\n"

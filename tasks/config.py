@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from linrnn.impls.config import DLRConfig, LRUConfig, ModelConfig, RotRNNConfig
+from linrnn.impls.config import MixerConfig, ModelConfig, mixer_config
 from linrnn.impls.errors import LinrnnError
 from linrnn.tasks.synthetic import TASKS, make_task
 
@@ -117,13 +117,11 @@ class TrainConfig:
     def compute_mode(self) -> str:
         return self.mode or ("conv" if self.model == "dlr" else "scan")
 
-    def mixer_config(self):
-        if self.model == "rotrnn":
-            return RotRNNConfig(d_model=self.d_model, d_state=self.d_state, heads=self.heads,
-                                gamma_min=self.gamma_min, gamma_max=self.gamma_max)
-        if self.model == "lru":
-            return LRUConfig(d_model=self.d_model, d_state=self.d_state, r_min=self.r_min, r_max=self.r_max)
-        return DLRConfig(d_model=self.d_model, d_state=self.d_state, dt_min=self.dt_min, dt_max=self.dt_max)
+    def mixer_config(self) -> MixerConfig:
+        ranges = {"rotrnn": {"gamma_min": self.gamma_min, "gamma_max": self.gamma_max},
+                "lru": {"r_min": self.r_min, "r_max": self.r_max},
+                "dlr": {"dt_min": self.dt_min, "dt_max": self.dt_max}}[self.model]
+        return mixer_config(self.model, self.d_model, self.d_state, heads=self.heads, **ranges)
 
     def model_config(self) -> ModelConfig:
         spec = TASKS[self.task]

@@ -5,10 +5,14 @@ parameter group: p <- p - lr_g (adam_update + wd_g p), which is PyTorch's AdamW 
 p <- p (1 - lr wd) - lr adam_update. The recurrence parameters have their own rate and no decay.
 Gradients are clipped by `schedule.clip_scale` (the formula both sides share). Dropout keys are
 `fold_in(PRNGKey(seed), step)`, so a resumed run draws the same masks.
+
+With dtype float64 every method computes inside `linrnn.impls.jax.float64()` (JAX's 64-bit mode,
+scoped to the call): importing this module changes no process-wide JAX setting.
 """
 
 from __future__ import annotations
 
+import functools
 from functools import partial
 
 import jax
@@ -16,10 +20,19 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from linrnn.impls.bundle import Bundle
-from linrnn.impls.jax import from_bundle, model, to_bundle
+from linrnn.impls.bundle import Bundle, is_recurrence_key
+from linrnn.impls.jax import from_bundle, model, precision, to_bundle
 from linrnn.tasks.config import TrainConfig
-from linrnn.tasks.schedule import clip_scale, is_recurrence_key
+from linrnn.tasks.schedule import clip_scale
+
+
+def _scoped(method):
+    """Run `method` in the precision scope of the run's dtype (float64: JAX's 64-bit mode, this call only)."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with precision(self.cfg.dtype):
+            return method(self, *args, **kwargs)
+    return wrapper
 
 
 def _is_statistic(key: str) -> bool:
@@ -29,6 +42,11 @@ def _is_statistic(key: str) -> bool:
 class Adapter:
     def __init__(self, bundle: Bundle, cfg: TrainConfig):
         self.cfg = cfg
+        self._setup(bundle)
+
+    @_scoped
+    def _setup(self, bundle: Bundle) -> None:
+        cfg = self.cfg
         self.model_cfg = bundle.config
         params = from_bundle(bundle, cfg.dtype)
         self.trainable = {k: v for k, v in params.items() if not _is_statistic(k)}
@@ -57,6 +75,7 @@ class Adapter:
             new[k] = p - rate * (updates[k] + decay * p)
         return new, opt_state
 
+    @_scoped
     def train_step(self, batch, step: int, lr: float, rec_lr: float) -> float:
         key = jax.random.fold_in(jax.random.PRNGKey(self.cfg.seed), step)
         dtype = self.cfg.dtype
@@ -76,14 +95,17 @@ class Adapter:
         self.statistics = {**self.statistics, **stats}
         return loss
 
+    @_scoped
     def predict(self, inputs: np.ndarray) -> np.ndarray:
         out = model.forward({**self.trainable, **self.statistics}, self.model_cfg,
                             jnp.asarray(inputs, self.cfg.dtype), mode=self.cfg.compute_mode)
         return np.asarray(out, dtype=np.float64)
 
+    @_scoped
     def to_bundle(self) -> Bundle:
         return to_bundle(self.model_cfg, {**self.trainable, **self.statistics})
 
+    @_scoped
     def optimizer_state(self) -> dict[str, np.ndarray]:
         s = self.opt_state
         state = {f"m.{k}": np.asarray(v, np.float64) for k, v in s.mu.items()}
@@ -91,6 +113,7 @@ class Adapter:
         state["count"] = np.array(float(s.count))
         return state
 
+    @_scoped
     def load_optimizer_state(self, state: dict[str, np.ndarray]) -> None:
         dtype = self.cfg.dtype
         self.opt_state = optax.ScaleByAdamState(

@@ -6,13 +6,15 @@ The factor is a pure function of the step, so a resumed run continues on the sam
 Clipping: the global norm over every gradient, scale = min(1, max_norm / norm). (PyTorch's
 `clip_grad_norm_` adds 1e-6 to the norm and optax's `clip_by_global_norm` does not; the two sides
 use this one formula instead, so that a step agrees across frameworks to rounding error.)
+
+Which parameters are the recurrence's (own learning rate, no weight decay) is part of the model's
+contract: `linrnn.impls.bundle.RECURRENCE_KEYS` / `is_recurrence_key`.
 """
 
 from __future__ import annotations
 
 import math
 
-RECURRENCE_KEYS = ("M", "theta", "gamma_log", "nu_log", "theta_log", "a")
 
 
 def lr_factor(step: int, steps: int, warmup_steps: int, schedule: str) -> float:
@@ -31,9 +33,3 @@ def clip_scale(global_norm: float, max_norm: float | None) -> float:
     if max_norm is None or global_norm <= max_norm:
         return 1.0
     return max_norm / global_norm
-
-
-def is_recurrence_key(key: str) -> bool:
-    """Bundle keys of the recurrence parameters (own learning rate, no weight decay): `layers.i.mixer.<name>`."""
-    parts = key.split(".")
-    return len(parts) >= 2 and parts[-2] == "mixer" and parts[-1] in RECURRENCE_KEYS

@@ -1,7 +1,7 @@
 """`linrnn theory [--json FILE] [--quick] [--claim ID ...]`: run the derivations and print their verdicts.
 
 The table has one row per claim (id, verdict, how many parts were proved / verified / failed, seconds,
-and a summary); the exact conditions of every failing part follow the table in full. `--json` writes
+and a summary: the scope of a holding verdict, the conditions of a failing one); the exact conditions of every failing part follow the table in full. `--json` writes
 the records (steps in LaTeX and MathML, findings, witnesses) for the report. The exit status is 0
 whatever the verdicts: a failing claim is a finding, not an error.
 """
@@ -35,10 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _summary(result) -> str:
-    if result.verdict == "fails":
-        return result.condition
-    held = [f.condition for f in result.findings if f.condition]
-    return "; ".join(held) if held else result.title
+    """Failing claims: where they fail; the others: what the verdict covers (its scope)."""
+    return result.condition if result.verdict == "fails" else result.scope
 
 
 def format_table(results: Sequence) -> str:

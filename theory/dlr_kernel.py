@@ -95,8 +95,16 @@ def roots_of_unity_log(N: int, delta=0.0) -> np.ndarray:
     return -0.5 * np.broadcast_to(np.asarray(delta, dtype=np.float64), (N,)) + 2j * np.pi * np.arange(N) / N
 
 
+D3_PART = "a size-N DLR at lambda_n = e^{2 pi i n/N} expresses any length-N kernel"
+D3_PERIODIC = "the kernel is N-periodic at |lambda| = 1"
+
+
 def derive_d3(quick: bool = False, seed: int = 13) -> ClaimResult:
-    """D3: at lambda_n = e^{2 pi i n/N} a size-N DLR reproduces any length-N kernel; N-periodicity."""
+    """D3: at lambda_n = e^{2 pi i n/N} a size-N DLR reproduces any length-N kernel; N-periodicity.
+
+    Derived for symbolic N through the geometric sum over the roots of unity (V^H V = N I); the N = 2, 3, 4
+    matrices and the random kernels are checks of the same statement on cases.
+    """
     start = time.perf_counter()
     findings, steps, witness = [], [], {}
 
@@ -114,11 +122,33 @@ def derive_d3(quick: bool = False, seed: int = 13) -> ClaimResult:
                   (f"N = {N}: Re(sum_n W_n lambda_n^l) - K_l with W = DFT(K)/N", residual)]
     findings.append(symbolic_finding(
         "N = 2, 3, 4, symbolic real K: V^H V = N I, so V is invertible and W = DFT(K)/N gives "
-        "Re(sum_n W_n lambda_n^l) = K_l exactly for l < N", exact_ok,
-        fails_when="a Gram matrix or reconstruction residual is not identically zero"))
+        "Re(sum_n W_n lambda_n^l) = K_l exactly for l < N", exact_ok, scope="N = 2, 3, 4, symbolic K (symbolic)",
+        covers=D3_PART, fails_when="a Gram matrix or reconstruction residual is not identically zero"))
 
-    n, l = sp.symbols("n l", integer=True)
+    # Symbolic N: (V^H V)[l, m] = sum_n omega^(n (m - l)), a geometric sum over the N-th roots of unity.
+    n, l, m_, d = sp.symbols("n l m d", integer=True)
     Nsym = sp.Symbol("N", integer=True, positive=True)
+    root = lambda e: sp.exp(2 * sp.pi * sp.I * e / Nsym)  # noqa: E731  omega^e, omega = e^{2 pi i/N}
+    summand_ok = is_zero(sp.conjugate(root(n * l)) * root(n * m_) - root(n * (m_ - l)))
+    geometric = sp.summation(root(n * d), (n, 0, Nsym - 1))  # Piecewise: N where omega^d = 1, else 0
+    q = sp.Symbol("q", real=True)  # q = d / N with d = m - l, 0 < |d| < N
+    roots_off_diagonal = sp.solveset(sp.cos(2 * sp.pi * q) - 1, q,
+                                     sp.Union(sp.Interval.open(-1, 0), sp.Interval.open(0, 1)))
+    pieces = geometric.args if isinstance(geometric, sp.Piecewise) else ()
+    geometric_ok = (len(pieces) == 2 and pieces[0][0] == Nsym and pieces[1] == (0, True)
+                    and pieces[0][1] == sp.Eq(root(d), 1) and roots_off_diagonal == sp.EmptySet
+                    and geometric.subs(d, 0) == Nsym)
+    steps += [("any N: conj(omega^(n l)) omega^(n m) - omega^(n (m - l))",
+               sp.simplify(sp.conjugate(root(n * l)) * root(n * m_) - root(n * (m_ - l)))),
+              ("any N: sum_{n<N} omega^(n d)", sp.Eq(sp.Sum(root(n * d), (n, 0, Nsym - 1)), geometric, evaluate=False)),
+              ("omega^d = 1 needs cos(2 pi d/N) = 1: solutions with 0 < |d/N| < 1", roots_off_diagonal),
+              ("d = 0", sp.Eq(sp.Symbol("(V^H V)_{ll}"), geometric.subs(d, 0), evaluate=False))]
+    findings.append(symbolic_finding(
+        "every N: (V^H V)[l, m] = sum_n omega^(n (m - l)) = N if l = m and 0 if 0 < |m - l| < N, so V^H V = N I, "
+        "V^-1 = V^H / N and W = V^-1 K = DFT(K)/N gives sum_n W_n lambda_n^l = K_l exactly for l < N (real K: "
+        "the sum is real)", summand_ok and geometric_ok, scope="all N >= 1, any real K (symbolic)", general=True,
+        covers=D3_PART, fails_when=f"geometric sum {geometric}, off-diagonal roots {roots_off_diagonal}"))
+
     delta = sp.Symbol("Delta", nonnegative=True)
     lam = sp.exp(-delta / 2 + 2 * sp.pi * sp.I * n / Nsym)
     shift = sp.simplify(sp.powsimp(lam ** (l + Nsym) - sp.exp(-delta * Nsym / 2) * lam**l, force=True))
@@ -127,7 +157,8 @@ def derive_d3(quick: bool = False, seed: int = 13) -> ClaimResult:
     steps += [("lambda^(l+N) - e^{-Delta N/2} lambda^l", shift), ("|lambda| = 1: lambda^(l+N) - lambda^l", unit)]
     findings.append(symbolic_finding(
         "with lambda_n = e^{-Delta/2} e^{2 pi i n/N} (one Delta): K_{l+N} = e^{-Delta N/2} K_l, so at |lambda| = 1 "
-        "the kernel is N-periodic", periodic_ok, fails_when=f"residuals {shift}, {unit}"))
+        "the kernel is N-periodic", periodic_ok, scope="all N, n, l, Delta >= 0 (symbolic)", general=True,
+        covers=D3_PERIODIC, fails_when=f"residuals {shift}, {unit}"))
 
     rng = np.random.default_rng(seed)
     sizes = (2, 3, 4, 16, 256, 1024) if quick else (2, 3, 4, 16, 256, 1024, 4096)
@@ -152,7 +183,7 @@ def derive_d3(quick: bool = False, seed: int = 13) -> ClaimResult:
     findings.append(numeric_finding(
         f"random real K, N in {sizes}: W = fft(K)/N reproduces K (exact-phase sum and the layer's exp(l log lambda) "
         "route), and the |lambda| = 1 kernel repeats with period N over 2N lags",
-        worst_ratio <= 1.0,
+        worst_ratio <= 1.0, scope=f"one random K per N in {sizes} (numeric, float64)", covers=D3_PART,
         holds_when=f"max error {max(worst_dft, worst_exp):.2e}, periodicity error {worst_period:.2e}",
         fails_when=f"error / tolerance reached {worst_ratio:.3g}"))
     return ClaimResult(

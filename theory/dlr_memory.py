@@ -92,6 +92,10 @@ def kernel_errors(delta, W, L: int) -> dict[str, float]:
     return out
 
 
+D2_SURVIVAL = "at DLR's initialisation a signal survives over L = 2^20 steps"
+D2_KERNEL = "the length-2^20 kernel computes without overflow, NaN or Inf"
+
+
 def derive_d2(quick: bool = False, seed: int = 11) -> ClaimResult:
     """D2: signal survival exp(-Delta L/2) at DLR's initialisation; the length-2^20 kernel in two dtypes."""
     start = time.perf_counter()
@@ -113,7 +117,7 @@ def derive_d2(quick: bool = False, seed: int = 11) -> ClaimResult:
               ("half-life (|lambda|^L = 1/2)", sp.Eq(L_sym, half_life[0] if half_life else sp.nan))]
     findings.append(symbolic_finding(
         "|lambda_n|^L = exp(-Delta_n L / 2); a fraction >= epsilon survives L steps iff Delta_n <= 2 ln(1/epsilon) / L",
-        power_ok and threshold_ok, fails_when=f"|lambda|^L = {modulus_power}, threshold {threshold}"))
+        power_ok and threshold_ok, scope="all Delta > 0, L > 0, 0 < epsilon (symbolic)", general=True, fails_when=f"|lambda|^L = {modulus_power}, threshold {threshold}"))
 
     L = 2**20  # survival is a closed form: the same L in quick mode, so the verdicts do not depend on it
     for d in DELTAS:
@@ -129,6 +133,7 @@ def derive_d2(quick: bool = False, seed: int = 11) -> ClaimResult:
             f"{name} initialisation (Delta in [{dt_min:g}, {dt_max:g}]): some mode keeps at least float32 eps "
             f"({SURVIVAL_THRESHOLD:.3g}) of a signal over L = {L} steps",
             best >= SURVIVAL_THRESHOLD,
+            scope=f"Delta in [{dt_min:g}, {dt_max:g}], L = {L} (closed form, evaluated)", covers=D2_SURVIVAL,
             holds_when=(f"the slowest mode keeps {best:.3g} of a signal after {L} steps "
                         f"(memory length 2/Delta = {2 / dt_min:.3g} steps)"),
             fails_when=(f"every mode has Delta >= {dt_min:g} > {d_star:.3g} = 2 ln(1/eps32)/L, so at most "
@@ -156,7 +161,8 @@ def derive_d2(quick: bool = False, seed: int = 11) -> ClaimResult:
     findings.append(numeric_finding(
         f"the DLR kernel of length L = {L} (N = {n_modes}, chunks of 16384 lags) has no overflow, NaN or Inf in "
         "float32 or float64, at both initialisations (|lambda|^l below the dtype's range underflows to 0)",
-        all_finite,
+        all_finite, scope=f"N = {n_modes}, L = {L}, both initialisations, float32 and float64 (numeric)",
+        covers=D2_KERNEL,
         holds_when=(f"default init: {witness.get('kernel_default_float32_subnormal_term_fraction', 0.0):.1%} of the "
                     f"float32 and {witness.get('kernel_default_float64_subnormal_term_fraction', 0.0):.1%} of the "
                     "float64 terms |lambda_n|^l lie below the smallest normal number (their true value is below range)"),
@@ -168,6 +174,8 @@ def derive_d2(quick: bool = False, seed: int = 11) -> ClaimResult:
             f"{d} kernel through exp(l log lambda) agrees with the float64 closed form within the phase-rounding "
             "model (error grows like eps * l * |theta|)",
             all_finite and worst[d] <= 1.0,
+            scope=f"N = {n_modes}, L = {L}, both initialisations (numeric, against the float64 closed form)",
+            covers=D2_KERNEL,
             holds_when=(f"max error / max |K| = {rel:.2e}; near l = {L} (synthetic init) relative error {tail:.2e}"),
             fails_when=f"per-lag error reached {worst[d]:.3g} x the model bound (max relative error {rel:.3g})"))
     return ClaimResult(

@@ -81,6 +81,10 @@ def complex_diagonal_outputs(lam, B_c, C_c, u) -> np.ndarray:
     return np.array(out)
 
 
+R5_BLOCK = "one 2x2 RotRNN block <-> one complex mode read out by Re"
+R5_HEAD = "a RotRNN head (any P) <-> N/2 complex modes (an LRU) read out by Re"
+
+
 def derive_r5(quick: bool = False, seed: int = 5) -> ClaimResult:
     """R5: RotRNN block <-> complex scalar recurrence read out by Re, for every t."""
     start = time.perf_counter()
@@ -103,7 +107,8 @@ def derive_r5(quick: bool = False, seed: int = 5) -> ClaimResult:
     findings.append(symbolic_finding(
         "z = x[0] + i x[1] maps one step of gamma R(theta) x + b u onto gamma e^{i theta} z + (b1 + i b2) u and "
         "c^T x onto Re((c1 - i c2) z); by induction from x_0 = z_0 = 0 the outputs agree for every t",
-        state_ok, fails_when=f"step residual {step_residual}, readout residual {readout_residual}"))
+        state_ok, scope="all gamma, theta, b, c, x, u (symbolic, one 2x2 block)", general=True, covers=R5_BLOCK,
+        fails_when=f"step residual {step_residual}, readout residual {readout_residual}"))
 
     # Impulse responses for symbolic k, using R^k = R(k theta) (R2).
     Rk = R.subs(theta, k * theta)
@@ -117,7 +122,38 @@ def derive_r5(quick: bool = False, seed: int = 5) -> ClaimResult:
               ("difference", sp.simplify(impulse_residual))]
     findings.append(symbolic_finding(
         "impulse responses agree for symbolic k: c^T (gamma R)^k b = Re((c1 - i c2)(gamma e^{i theta})^k (b1 + i b2))",
-        impulse_ok, fails_when=f"difference {sp.simplify(impulse_residual)}"))
+        impulse_ok, scope="all gamma, theta, b, c and integers k >= 0 (symbolic, one 2x2 block)", general=True,
+        covers=R5_BLOCK, fails_when=f"difference {sp.simplify(impulse_residual)}"))
+
+    # A whole head: x' = P^T x turns gamma P Theta P^T x + B u into gamma Theta x' + (P^T B) u and C x into
+    # (C P) x' (P^T P = P P^T = I, non-commuting symbols); Theta = blockdiag(R(theta_1), Theta') with Theta'
+    # of symbolic size m decouples block 1 from the rest, so by induction on the number of blocks a head is
+    # N/2 independent blocks whose outputs add.
+    P, Pt, Th, x, Bs, us, Cs = sp.symbols("P P^T Theta x B u C", commutative=False)
+    rotated = sp.expand(Pt * (gamma * P * Th * Pt * x + Bs * us)).subs(Pt * P, 1)
+    basis_ok = sp.expand(rotated - (gamma * Th * (Pt * x) + (Pt * Bs) * us)) == 0
+    read_ok = sp.expand((Cs * P) * (Pt * x)).subs(P * Pt, 1) == Cs * x
+    m_size, h_in = sp.symbols("m H", integer=True, positive=True)
+    R1_, Th_rest = sp.MatrixSymbol("R1", 2, 2), sp.MatrixSymbol("Theta'", m_size, m_size)
+    x1, x_rest = sp.MatrixSymbol("x1", 2, 1), sp.MatrixSymbol("x''", m_size, 1)
+    bb1, bb_rest, uu = sp.MatrixSymbol("b1", 2, h_in), sp.MatrixSymbol("b''", m_size, h_in), sp.MatrixSymbol("u", h_in, 1)
+    cc1, cc_rest = sp.MatrixSymbol("c1", 1, 2), sp.MatrixSymbol("c''", 1, m_size)
+    state = sp.BlockMatrix([[x1], [x_rest]])
+    decoupled = sp.block_collapse(gamma * sp.BlockDiagMatrix(R1_, Th_rest) * state
+                                  + sp.BlockMatrix([[bb1], [bb_rest]]) * uu)
+    expected = sp.BlockMatrix([[gamma * R1_ * x1 + bb1 * uu], [gamma * Th_rest * x_rest + bb_rest * uu]])
+    decoupled_ok = decoupled == expected
+    readout = sp.block_collapse(sp.BlockMatrix([[cc1, cc_rest]]) * state)
+    readout_ok = readout == cc1 * x1 + cc_rest * x_rest
+    head_ok = basis_ok and read_ok and decoupled_ok and readout_ok
+    steps += [("x' = P^T x: P^T (gamma P Theta P^T x + B u) with P^T P = I", sp.Eq(sp.Symbol("x'_t"), rotated, evaluate=False)),
+              ("Theta = blockdiag(R1, Theta'), Theta' of symbolic size m: one step", decoupled),
+              ("readout splits over the blocks", readout)]
+    findings.append(symbolic_finding(
+        "a head with any orthogonal P is N/2 independent 2x2 blocks after x' = P^T x (B' = P^T xi B, C' = C P), "
+        "whose outputs add (induction on the number of blocks)", head_ok,
+        scope="all even N, any orthogonal P, any B, C (symbolic)", general=True, covers=R5_HEAD,
+        fails_when=f"change of basis {rotated}, decoupled step {decoupled}, readout {readout}"))
 
     # Numeric: a whole head with a random P (docs/models.md, "RotRNN and LRU" mapping), outputs over T steps.
     rng = np.random.default_rng(seed)
@@ -142,6 +178,7 @@ def derive_r5(quick: bool = False, seed: int = 5) -> ClaimResult:
         "system lam_j = gamma e^{i theta_j}, B' = P^T xi B, C' = C P; eigenvalues of gamma P Theta P^T are the "
         "conjugate pairs gamma e^{+-i theta_j}",
         err <= tol and eig_err <= tolerance("schur_reconstruction", "float64", n),
+        scope=f"one random head, N = {n}, H = {h}, T = {T} (numeric, float64)", covers=R5_HEAD,
         holds_when=f"max |y_RotRNN - y_complex| = {err:.2e}",
         fails_when=f"max output difference {err:.3g} (tolerance {tol:.3g}), eigenvalue distance {eig_err:.3g}"))
     return ClaimResult(

@@ -181,6 +181,11 @@ def lru_ring_init(N: int, H: int, *, r_min: float, r_max: float, max_phase: floa
     return dict(init(cfg, seed).params)
 
 
+R9_PAIRS = "the LRU does not enforce conjugate pairs"
+R9_REAL = "outputs are real only through Re (an implicit conjugate)"
+R9_SCALE = "the normalisation does not keep the state's scale independent of B and of gamma_log's drift"
+
+
 def derive_r9(quick: bool = False, seed: int = 9) -> ClaimResult:
     """R9: the LRU imposes neither conjugate pairs nor a B-independent state scale; Re() pairs implicitly."""
     start = time.perf_counter()
@@ -199,7 +204,8 @@ def derive_r9(quick: bool = False, seed: int = 9) -> ClaimResult:
     findings.append(symbolic_finding(
         "lambda_i = conj(lambda_j) needs nu_log_i = nu_log_j and theta_log_j = log(2 pi m - exp(theta_log_i)): a "
         "codimension-2 coupling of independent parameters that the LRU neither imposes nor restores",
-        pair_ok, fails_when=f"residual {pair_residual}"))
+        pair_ok, scope="all nu_log, theta_log (symbolic)", general=True, covers=R9_PAIRS,
+        fails_when=f"residual {pair_residual}"))
 
     c_re, c_im, b_re, b_im = sp.symbols("c_re c_im b_re b_im", real=True)
     c, b = c_re + sp.I * c_im, b_re + sp.I * b_im
@@ -218,7 +224,8 @@ def derive_r9(quick: bool = False, seed: int = 9) -> ClaimResult:
     findings.append(symbolic_finding(
         "Re() at the output is the explicit conjugate mode: Re(c lambda^k b) = (c/2) lambda^k b + (conj c/2) conj(lambda)^k conj(b), "
         "so outputs are real only through Re, which adds each eigenvalue's conjugate implicitly",
-        implicit_ok, fails_when=f"residual {implicit}"))
+        implicit_ok, scope="all b, c, r, phi, integers k >= 0 (symbolic, one mode; modes add)", general=True,
+        covers=R9_REAL, fails_when=f"residual {implicit}"))
 
     gl, s_b = sp.Symbol("gamma_log", real=True), sp.Symbol("s", positive=True)
     rr = sp.Symbol("r", positive=True)
@@ -230,7 +237,8 @@ def derive_r9(quick: bool = False, seed: int = 9) -> ClaimResult:
     findings.append(symbolic_finding(
         "stationary E|x_j|^2 = ||B_j||^2 exp(2 delta_j), delta_j = gamma_log_j - log sqrt(1 - |lambda_j|^2): it is "
         "||B_j||^2 (not a B-independent constant) at initialisation and moves by exp(2 delta) as gamma_log drifts",
-        drift_ok, fails_when=f"fixed point {fixed}"))
+        drift_ok, scope="all gamma_log, 0 < |lambda| < 1, ||B_j|| > 0 (symbolic, one mode)", general=True,
+        covers=R9_SCALE, fails_when=f"fixed point {fixed}"))
 
     # Measurements on a ring-initialised layer (LRA-like ring) and on a drifted copy.
     n, h, T = (16, 4, 128) if quick else (64, 8, 512)
@@ -245,6 +253,7 @@ def derive_r9(quick: bool = False, seed: int = 9) -> ClaimResult:
         f"ring initialisation (N = {n}, r in [0.9, 0.999], phase in [0, 2 pi]): eigenvalues are not in conjugate pairs "
         "and C x has a non-zero imaginary part that Re() discards",
         (not report.conjugate_pairs) and report.imaginary_output_fraction > 0.01,
+        scope=f"one ring initialisation, N = {n}, H = {h}, T = {T} (numeric)", covers=R9_PAIRS,
         holds_when=(f"pairing distance {report.pairing_distance:.3g}; ||Im(Cx)|| / ||Cx|| = "
                     f"{report.imaginary_output_fraction:.3g}"),
         fails_when=f"pairing distance {report.pairing_distance:.3g}, imaginary fraction {report.imaginary_output_fraction}"))
@@ -278,6 +287,7 @@ def derive_r9(quick: bool = False, seed: int = 9) -> ClaimResult:
         "N(0, 0.3^2) the stationary ratio exp(2 delta) matches the Lyapunov solution of the diagonal system",
         max(eq_err, imag_left, paired_distance) <= tolerance("recurrence_equality", "float64", scale)
         and lyap_err <= tolerance("expectation_recursion", "float64", n / (1 - 0.999**2)),
+        scope=f"one ring initialisation, N = {n}, and one simulated drift (numeric)", covers=R9_SCALE,
         holds_when=(f"stationary ratio range after drift [{drifted_report.stationary_ratio_min:.3g}, "
                     f"{drifted_report.stationary_ratio_max:.3g}] (1 at initialisation)"),
         fails_when=(f"completion error {eq_err:.3g}, imaginary {imag_left:.3g}, pairing distance "

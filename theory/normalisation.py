@@ -184,6 +184,39 @@ def expect_white(expr: sp.Expr, inputs: sp.Matrix) -> sp.Expr:
     return total
 
 
+def expect_white_matrix(expr: sp.MatrixExpr, u: sp.MatrixSymbol) -> tuple[sp.MatrixExpr, sp.Expr]:
+    """E over white u of a scalar (1 x 1) quadratic form in matrix symbols of symbolic size.
+
+    `expr` is expanded into terms coeff * F1 F2 ... Fk; a term with no u is kept (with R^T R -> I for
+    every adjacent pair R.T, R: R orthogonal), a term with one u or u^T vanishes (E u = 0, u independent
+    of the rest), and coeff * u^T Q u becomes coeff * tr(Q) (E u u^T = I). Returns (the u-free part,
+    the trace part). Raises ValueError for any other term shape.
+    """
+    expanded = sp.expand(expr)
+    terms = expanded.args if isinstance(expanded, sp.MatAdd) else (expanded,)
+    kept, traces = [], sp.Integer(0)
+    for term in terms:
+        coeff, factors = term.as_coeff_mmul()
+        factors = list(factors.args) if isinstance(factors, sp.MatMul) else [factors]
+        n_u = sum(f in (u, u.T) for f in factors)
+        if n_u == 1:
+            continue
+        if n_u == 2 and factors[0] == u.T and factors[-1] == u:
+            traces += coeff * sp.Trace(sp.MatMul(*factors[1:-1]))
+            continue
+        if n_u:
+            raise ValueError(f"expect_white_matrix: unsupported term {term}")
+        reduced, i = [], 0
+        while i < len(factors):
+            if i + 1 < len(factors) and isinstance(factors[i], sp.Transpose) and factors[i].arg == factors[i + 1]:
+                i += 2  # R^T R = I
+                continue
+            reduced.append(factors[i])
+            i += 1
+        kept.append(coeff * sp.MatMul(*reduced))
+    return (sp.MatAdd(*kept).doit() if kept else sp.Integer(0)), traces
+
+
 def _one_step_rotrnn():
     """E||gamma R(theta) x + xi B u||^2 for N = 2, H = 3, symbolic R, B and x (u white)."""
     gamma, xi = sp.symbols("gamma xi", positive=True)
@@ -218,6 +251,39 @@ def _one_step_lru():
                 input_residual=sp.simplify(sp.expand(expectation - state_part) - g**2 * b_sq))
 
 
+def r3_conclusion(*, closed, constant_m0, from_zero, reaches_one, m1_variant, after, lru_closed, lru_fixed,
+                  same_profile: bool, recursion_general: bool) -> str:
+    """The page's R3 paragraph, written from the SymPy results (no formula in it is typed by hand)."""
+    one = sp.Integer(1)
+    constant_value = sp.simplify(closed.subs(sp.Symbol("m_0", nonnegative=True), one))
+    words = [
+        f"E||x_t||^2 = {sp.sstr(sp.factor_terms(closed))} with m_0 = E||x_0||^2"
+        + (" (the recursion derived for every N and H)" if recursion_general else " (recursion derived for N = 2, H = 3 only)"),
+        f"it is the same for every t exactly when m_0 in {sp.sstr(constant_m0)}, and then equals {sp.sstr(constant_value)}",
+    ]
+    if 0 in constant_m0:
+        words.append("the code's x_0 = 0 is among them, so the paper's 'constant for all t' holds as written")
+    else:
+        words.append(f"from the code's x_0 = 0 it is {sp.sstr(from_zero)}, below 1 at every t "
+                     f"(solve(E||x_t||^2 = 1, t) = {sp.sstr(reaches_one)}), so 'constant for all t' fails there and "
+                     "E||x_t||^2 reaches 1 only as t -> oo")
+    words.append(f"with the first input scaled by 1/||B||_F instead of xi, E||x_1||^2 = {sp.sstr(sp.simplify(m1_variant))} "
+                 f"and E||x_(t+1)||^2 = {sp.sstr(sp.simplify(after))} for t >= 0")
+    lru = (f"an LRU mode from x_0 = 0 has E|x_t,j|^2 = {sp.sstr(sp.factor(lru_closed))}, its fixed point "
+           f"{sp.sstr(lru_fixed)} times ")
+    lru += ("the same profile 1 - |lambda_j|^(2t) as the RotRNN head: the two differ in the fixed point (1 per head "
+            "whatever B, ||B_j||^2 per mode at the LRU's normalisation), not in the transient" if same_profile
+            else "a profile that differs from the RotRNN head's")
+    words.append(lru)
+    return "; ".join(words) + "."
+
+
+R3_CLAIM = "E||x_t||^2 constant for all t under the normalisation, from the code's x_0 = 0"
+R3_WHEN = "E||x_t||^2 is constant for all t exactly when E||x_0||^2 = 1"
+R3_VARIANT = "constant for t >= 1 when the first input is scaled by 1/||B||_F"
+R3_LRU = "an LRU mode reaches its fixed point only as t -> oo, with the same profile"
+
+
 def derive_r3(quick: bool = False, seed: int = 3) -> ClaimResult:
     """R3: E||x_t||^2 under the RotRNN normalisation, and when it is constant; the LRU counterpart."""
     start = time.perf_counter()
@@ -234,8 +300,23 @@ def derive_r3(quick: bool = False, seed: int = 3) -> ClaimResult:
     steps += [("E||gamma R x + xi B u||^2 (N = 2, H = 3, white u)", one["expectation"]),
               ("recursion m_t = E||x_t||^2", sp.Eq(sp.Symbol("m_t"), rhs))]
     findings.append(symbolic_finding(
-        "E||x_t||^2 = gamma^2 E||x_{t-1}||^2 + xi^2 ||B||_F^2 (R orthogonal, white inputs)", recursion_ok,
-        fails_when=f"state coefficient {one['state_coeff']}, input residual {one['input_residual']}"))
+        "N = 2, H = 3, entries symbolic: E||x_t||^2 = gamma^2 E||x_{t-1}||^2 + xi^2 ||B||_F^2", recursion_ok,
+        scope="N = 2, H = 3 (symbolic)", fails_when=f"state coefficient {one['state_coeff']}, input residual {one['input_residual']}"))
+
+    n_sym, h_sym = sp.symbols("N H", integer=True, positive=True)
+    R_m, B_m = sp.MatrixSymbol("R", n_sym, n_sym), sp.MatrixSymbol("B", n_sym, h_sym)
+    x_m, u_m = sp.MatrixSymbol("x", n_sym, 1), sp.MatrixSymbol("u", h_sym, 1)
+    v_m = gamma * R_m * x_m + xi * B_m * u_m
+    state_part, input_part = expect_white_matrix(v_m.T * v_m, u_m)
+    general_recursion_ok = (state_part == gamma**2 * x_m.T * x_m
+                            and sp.expand(input_part - xi**2 * sp.Trace(B_m.T * B_m)) == 0)
+    steps.append(("any N, H: E||gamma R x + xi B u||^2 with R^T R = I, E u = 0, E u u^T = I",
+                  sp.Eq(sp.Symbol("E||x_t||^2"), sp.MatAdd(state_part, input_part * sp.Identity(1)), evaluate=False)))
+    findings.append(symbolic_finding(
+        "any N, H: E||x_t||^2 = gamma^2 E||x_{t-1}||^2 + xi^2 ||B||_F^2 (R orthogonal, white inputs; "
+        "||B||_F^2 = tr(B^T B))", general_recursion_ok, scope="all N, H, orthogonal R, any B (symbolic)", general=True,
+        fails_when=f"u-free part {state_part}, input part {input_part}"))
+    recursion_ok = recursion_ok and general_recursion_ok
 
     xi_solutions = sp.solve(sp.Eq(1, rhs.subs(m_prev, 1)), xi)
     xi_target = sp.sqrt(1 - gamma**2) / beta
@@ -243,12 +324,14 @@ def derive_r3(quick: bool = False, seed: int = 3) -> ClaimResult:
     steps.append(("stationarity m_t = m_{t-1} = 1 solved for xi",
                   sp.Eq(xi, xi_solutions[0] if xi_solutions else sp.nan)))
     findings.append(symbolic_finding("the stationary value 1 forces xi = sqrt(1 - gamma^2) / ||B||_F (the code's xi)",
-                                     xi_ok, fails_when=f"solve gave {xi_solutions}"))
+                                     xi_ok, scope="all 0 < gamma < 1, ||B||_F > 0 (symbolic)", general=True,
+                                     fails_when=f"solve gave {xi_solutions}"))
 
     closed = sp.rsolve(m(t + 1) - gamma**2 * m(t) - (1 - gamma**2), m(t), {m(0): m0})
     closed_ok = is_zero(closed - (1 - gamma ** (2 * t) * (1 - m0)))
     steps.append(("closed form (rsolve), m_0 = E||x_0||^2", sp.Eq(m(t), sp.factor_terms(closed))))
     findings.append(symbolic_finding("E||x_t||^2 = 1 - gamma^(2t) (1 - E||x_0||^2)", closed_ok,
+                                     scope="all t >= 0, gamma, E||x_0||^2 (symbolic)", general=True,
                                      fails_when=f"rsolve gave {closed}"))
 
     constant_m0 = sp.solve(sp.Eq(closed.subs(t, 1), closed.subs(t, 0)), m0)
@@ -260,12 +343,13 @@ def derive_r3(quick: bool = False, seed: int = 3) -> ClaimResult:
               ("deficiency 1 - m_t from x_0 = 0", sp.Eq(1 - m(t), sp.simplify(1 - from_zero)))]
     findings.append(symbolic_finding(
         "E||x_t||^2 is the same for every t if and only if E||x_0||^2 = 1 (then it is 1 for every t)",
-        constant_ok, holds_when=f"E||x_0||^2 in {constant_m0}",
+        constant_ok, scope="all 0 < gamma < 1, E||x_0||^2 >= 0 (symbolic)", general=True, covers=R3_WHEN,
+        holds_when=f"E||x_0||^2 in {constant_m0}",
         fails_when=f"constant only for E||x_0||^2 in {constant_m0}"))
     zero_is_constant = 0 in constant_m0
     findings.append(symbolic_finding(
         "the paper's 'E||x_t||^2 constant for all t' with the code's initial state x_0 = 0",
-        zero_is_constant,
+        zero_is_constant, scope="x_0 = 0, all 0 < gamma < 1, all t >= 1 (symbolic)", general=True, covers=R3_CLAIM,
         fails_when=(f"x_0 = 0 (E||x_0||^2 = 0, outside the solution set {constant_m0}): E||x_t||^2 = {from_zero}, below 1 by "
                     f"gamma^(2t) at every t (solve(m_t = 1, t) = {reaches_one} for 0 < gamma < 1); "
                     f"it only tends to 1 as t -> oo, exactly like the LRU")))
@@ -278,7 +362,8 @@ def derive_r3(quick: bool = False, seed: int = 3) -> ClaimResult:
               ("then m_{t+1} for t >= 0", sp.Eq(m(t + 1), sp.simplify(after)))]
     findings.append(symbolic_finding(
         "from x_0 = 0 with the first input scaled by 1/||B||_F (instead of xi): E||x_t||^2 = 1 for every t >= 1",
-        variant_ok, fails_when=f"m_1 = {m1_variant}, m_(t+1) = {after}"))
+        variant_ok, scope="x_0 = 0, all 0 < gamma < 1, all t >= 1 (symbolic)", general=True, covers=R3_VARIANT,
+        fails_when=f"m_1 = {m1_variant}, m_(t+1) = {after}"))
 
     # LRU, one mode.
     lru = _one_step_lru()
@@ -305,14 +390,18 @@ def derive_r3(quick: bool = False, seed: int = 3) -> ClaimResult:
         "gamma_j^2 ||B_j||^2 / (1 - |lambda_j|^2), equal to ||B_j||^2 when gamma_j = sqrt(1 - |lambda_j|^2); "
         "from x_0 = 0 it is the fixed point times (1 - |lambda_j|^(2t))",
         lru_recursion_ok and fixed_ok and lru_closed_ok,
+        scope="one mode, H = 2, all |lambda_j| < 1, gamma_j, B_j (symbolic; the LRU is diagonal, so modes are independent)",
+        covers=R3_LRU,
         fails_when=f"recursion coefficients {lru['state_coeff']}, {lru['input_residual']}; fixed {fixed}; closed {lru_closed}"))
     findings.append(symbolic_finding(
         "from x_0 = 0 the RotRNN head and an LRU mode approach their fixed points with the same profile "
         "1 - |eigenvalue|^(2t); what differs is the fixed point (1 per head whatever B, vs ||B_j||^2 per mode)",
-        same_profile, fails_when="the two normalised transients differ"))
+        same_profile, scope="all 0 < gamma, |lambda| < 1, t >= 0 (symbolic)", general=True, covers=R3_LRU,
+        fails_when="the two normalised transients differ"))
     findings.append(symbolic_finding(
         "LRU with gamma_log drifted by delta = gamma_log - log sqrt(1 - |lambda|^2): stationary "
-        "E|x_j|^2 = ||B_j||^2 exp(2 delta)", drift_ok, fails_when=f"ratio = {ratio}"))
+        "E|x_j|^2 = ||B_j||^2 exp(2 delta)", drift_ok, scope="all gamma_log, |lambda| < 1 (symbolic)", general=True,
+        fails_when=f"ratio = {ratio}"))
 
     # Numeric: the exact covariance recursion (any P, N = 8) against the closed forms.
     rng = np.random.default_rng(seed)
@@ -340,6 +429,8 @@ def derive_r3(quick: bool = False, seed: int = 3) -> ClaimResult:
     findings.append(numeric_finding(
         f"exact covariance recursion (N = {n}, random P, T = {T}) equals the closed forms (RotRNN from 0 and "
         "from a stationary start; LRU with drifted gamma_log)", max(err_rot, err_lru) <= tol,
+        scope=f"one random head N = {n}, H = {h}, t <= {T}; {n} random LRU modes (numeric, exact expectation)",
+        covers=R3_WHEN,
         fails_when=f"max error {max(err_rot, err_lru):.3g} > {tol:.3g}"))
 
     # Numeric: Monte Carlo of the NumPy recursion against the closed forms.
@@ -358,14 +449,20 @@ def derive_r3(quick: bool = False, seed: int = 3) -> ClaimResult:
     findings.append(numeric_finding(
         f"Monte Carlo ({n_seq} sequences, N = 4, T = {T_mc}, gamma = {gamma_num}) agrees with 1 - gamma^(2t) "
         "from zero, with 1 from a stationary start and from the 1/||B||_F first input",
-        worst_z <= z_crit, holds_when=f"max |mean - closed form| / std error = {worst_z:.2f} <= {z_crit:.2f}",
+        worst_z <= z_crit, scope=f"{n_seq} sequences, N = 4, t <= {T_mc}, gamma = {gamma_num} (Monte Carlo)",
+        covers=R3_CLAIM, holds_when=f"max |mean - closed form| / std error = {worst_z:.2f} <= {z_crit:.2f}",
         fails_when=f"max |mean - closed form| / std error = {worst_z:.2f} > {z_crit:.2f}", evidence="monte carlo"))
 
     for g_init in (0.9, 0.999):  # the default init's gamma range
         witness[f"steps_to_0.99_gamma_{g_init}"] = float(np.log(0.01) / (2 * np.log(g_init)))
         witness[f"m1_from_zero_gamma_{g_init}"] = float(rotrnn_expected_sq_norm(g_init, 1))
+    conclusion = r3_conclusion(closed=closed, constant_m0=constant_m0, from_zero=from_zero, reaches_one=reaches_one,
+                               m1_variant=m1_variant, after=after, lru_closed=lru_closed,
+                               lru_fixed=fixed[0] if fixed else sp.nan, same_profile=same_profile,
+                               recursion_general=general_recursion_ok)
     return ClaimResult(
         claim="R3",
+        conclusion=conclusion,
         title="the normalisation makes E||x_t||^2 = 1 a fixed point; constant for all t only from E||x_0||^2 = 1",
         assumptions=("u_t i.i.d. over time, E u_t = 0, E u_t u_t^T = I, u_t independent of x_{t-1}",
                      "R = P Theta P^T orthogonal (R1); symbolic derivation for N = 2, H = 3, numeric for N = 8 with P",

@@ -9,7 +9,15 @@ witness dict of floats. Nothing in here decides a verdict by itself: a `Finding`
 computed boolean (`symbolic_finding`, `numeric_finding`), never from a literal.
 
 Verdicts of one finding: "proved" (SymPy identity holds), "verified" (numeric check on random
-instances holds), "fails" (the computation came out otherwise; `condition` states exactly when).
+instances holds), "fails" (the computation came out otherwise; `condition` states exactly when). Each
+finding also states its `scope` (the cases its verdict covers), whether it is `general` (derived for
+every case the claim covers, not for sampled sizes or instances) and which part of the claim it
+`covers` ("" for a supporting lemma).
+
+Verdict of a claim: "fails" if any finding fails; "proved" only when every part of the claim (the
+distinct `covers` values) has a finding that is proved in general; otherwise "verified" (the claim
+holds on the cases checked: symbolic small cases and numeric instances), with `ClaimResult.scope`
+saying which. A symbolic derivation for n = 2, 3 is therefore never enough for "proved".
 """
 
 from __future__ import annotations
@@ -121,42 +129,61 @@ class Step:
         return dataclasses.asdict(self)
 
 
+EVIDENCE = ("sympy", "numeric", "monte carlo", "timing")
+
+
 @dataclasses.dataclass(frozen=True)
 class Finding:
-    """One part of a claim and its verdict.
+    """One part of a claim (or a lemma it rests on) and its verdict, with the cases the verdict covers.
 
-    `condition`: for "fails", the exact condition under which this part fails; for "proved" or
-    "verified", the condition under which it holds (may be empty when it holds unconditionally).
-    `evidence`: "sympy", "numeric" or "monte carlo".
+    The claim-level verdict reads `general` and `covers`, so a finding proved for small n cannot make
+    its claim "proved"; see `ClaimResult.verdict`.
     """
 
-    statement: str
-    verdict: str
-    condition: str
-    evidence: str
+    statement: str  # what this finding settles, in words
+    verdict: str  # "proved", "verified" or "fails", for `statement` on `scope`
+    condition: str  # "fails": exactly when it fails; otherwise when it holds (may be empty)
+    evidence: str  # one of EVIDENCE
+    scope: str  # the cases the verdict covers: "all n (symbolic)", "n = 2, 3 (symbolic)", "random M, n <= 64 (numeric)"
+    general: bool = False  # derived for every case the claim covers (symbolic; no sampled sizes or instances)
+    covers: str = ""  # the part of the claim this finding states; "" for a supporting lemma or a side result
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, found {self.verdict!r}")
+        if self.evidence not in EVIDENCE:
+            raise ValueError(f"evidence must be one of {EVIDENCE}, found {self.evidence!r}")
+        if not self.scope.strip():
+            raise ValueError(f"finding {self.statement[:40]!r}: a scope is required (the cases the verdict covers)")
+        if self.general and self.evidence != "sympy":
+            raise ValueError(f"finding {self.statement[:40]!r}: only a symbolic derivation can be general, "
+                             f"found evidence {self.evidence!r}")
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
-def symbolic_finding(statement: str, holds: bool, *, holds_when: str = "", fails_when: str) -> Finding:
-    """A SymPy part: "proved" when the computed `holds` is True, else "fails" with `fails_when`."""
+def symbolic_finding(statement: str, holds: bool, *, scope: str, general: bool = False, covers: str = "",
+                     holds_when: str = "", fails_when: str) -> Finding:
+    """A SymPy part: "proved" (on `scope`) when the computed `holds` is True, else "fails" with `fails_when`.
+
+    `general=True` only when the derivation is symbolic in everything the claim quantifies over (any n,
+    any k, any parameters), never for a list of small sizes.
+    """
     if holds:
-        return Finding(statement, "proved", holds_when, "sympy")
-    return Finding(statement, "fails", fails_when, "sympy")
+        return Finding(statement, "proved", holds_when, "sympy", scope, general, covers)
+    return Finding(statement, "fails", fails_when, "sympy", scope, general, covers)
 
 
-def numeric_finding(
-    statement: str, holds: bool, *, holds_when: str = "", fails_when: str, evidence: str = "numeric"
-) -> Finding:
-    """A numeric part: "verified" when the computed `holds` is True, else "fails" with `fails_when`."""
+def numeric_finding(statement: str, holds: bool, *, scope: str, covers: str = "", holds_when: str = "",
+                    fails_when: str, evidence: str = "numeric") -> Finding:
+    """A numeric part: "verified" (on `scope`) when the computed `holds` is True, else "fails" with `fails_when`.
+
+    Never general: it checks instances.
+    """
     if holds:
-        return Finding(statement, "verified", holds_when, evidence)
-    return Finding(statement, "fails", fails_when, evidence)
+        return Finding(statement, "verified", holds_when, evidence, scope, False, covers)
+    return Finding(statement, "fails", fails_when, evidence, scope, False, covers)
 
 
 def _as_float(name: str, value: Any) -> float:
@@ -172,28 +199,41 @@ class ClaimResult:
 
     claim: str  # id in docs/claims.md, e.g. "R3"
     title: str  # one line: what was derived
-    assumptions: tuple[str, ...]
-    steps: tuple[Step, ...]
-    findings: tuple[Finding, ...]
+    assumptions: tuple[str, ...]  # what the derivation takes as given, in words
+    steps: tuple[Step, ...]  # the derivation, one SymPy expression per step
+    findings: tuple[Finding, ...]  # one verdict per part of the claim or lemma; at least one covers the claim
     witness: Mapping[str, float]  # named numbers backing the findings (all finite floats)
     seconds: float = 0.0  # wall time of the derivation
+    conclusion: str = ""  # what the derivation concludes, built from its results; "" = generated from the findings
 
     def __post_init__(self) -> None:
         if not self.findings:
             raise ValueError(f"{self.claim}: a result needs at least one finding")
+        if not any(f.covers for f in self.findings):
+            raise ValueError(f"{self.claim}: no finding covers a part of the claim (set `covers`)")
         frozen = {str(k): _as_float(str(k), v) for k, v in self.witness.items()}
         object.__setattr__(self, "witness", types.MappingProxyType(frozen))
         object.__setattr__(self, "assumptions", tuple(self.assumptions))
         object.__setattr__(self, "steps", tuple(self.steps))
         object.__setattr__(self, "findings", tuple(self.findings))
+        if not self.conclusion:
+            object.__setattr__(self, "conclusion", self._generated_conclusion())
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """The parts of the claim the findings state (distinct `covers` values, in order)."""
+        return tuple(dict.fromkeys(f.covers for f in self.findings if f.covers))
+
+    def _general_proof(self, part: str) -> Finding | None:
+        return next((f for f in self.findings if f.covers == part and f.verdict == "proved" and f.general), None)
 
     @property
     def verdict(self) -> str:
-        """"fails" if any part fails; else "proved" if any part is proved in SymPy; else "verified"."""
-        verdicts = {f.verdict for f in self.findings}
-        if "fails" in verdicts:
+        """"fails" if any finding fails; "proved" if every part of the claim has a finding proved in
+        general; else "verified" (holds on the cases checked)."""
+        if any(f.verdict == "fails" for f in self.findings):
             return "fails"
-        return "proved" if "proved" in verdicts else "verified"
+        return "proved" if all(self._general_proof(p) for p in self.parts) else "verified"
 
     @property
     def partly(self) -> bool:
@@ -205,6 +245,32 @@ class ClaimResult:
         """The exact conditions of the failing parts, joined; empty when nothing fails."""
         return "; ".join(f.condition for f in self.findings if f.verdict == "fails")
 
+    def part_scope(self, part: str) -> str:
+        """What the verdict of one part covers: the general proof's scope if there is one, else the failing
+        findings' scopes, else every scope checked for that part."""
+        proofs = [f.scope for f in self.findings if f.covers == part and f.verdict == "proved" and f.general]
+        if proofs and not any(f.covers == part and f.verdict == "fails" for f in self.findings):
+            return "proved for " + " and ".join(dict.fromkeys(proofs))
+        failing = [f.scope for f in self.findings if f.covers == part and f.verdict == "fails"]
+        if failing:
+            return "fails on " + " and ".join(failing)
+        return "holds on " + " + ".join(f.scope for f in self.findings if f.covers == part)
+
+    @property
+    def scope(self) -> str:
+        """One line: what the claim's verdict covers, part by part."""
+        return "; ".join(f"{part}: {self.part_scope(part)}" for part in self.parts)
+
+    def _generated_conclusion(self) -> str:
+        verdict = self.verdict
+        if verdict == "proved":
+            return f"{self.claim} is proved in general ({self.scope})."
+        if verdict == "verified":
+            open_parts = [p for p in self.parts if self._general_proof(p) is None]
+            return (f"{self.claim} holds on the cases checked but is not derived in general "
+                    f"(not in general: {', '.join(open_parts)}); {self.scope}.")
+        return f"{self.claim} fails{' in part' if self.partly else ''}: {self.condition}. Scope: {self.scope}."
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "claim": self.claim,
@@ -212,6 +278,9 @@ class ClaimResult:
             "verdict": self.verdict,
             "partly": self.partly,
             "condition": self.condition,
+            "scope": self.scope,
+            "conclusion": self.conclusion,
+            "parts": list(self.parts),
             "assumptions": list(self.assumptions),
             "steps": [s.to_dict() for s in self.steps],
             "findings": [f.to_dict() for f in self.findings],

@@ -1,9 +1,14 @@
 """The JAX side of `impls/`: the three mixers and the deep model as jit-compiled pure functions.
 
-Importing this package turns on JAX's 64-bit mode (`jax.config.update("jax_enable_x64", True)`),
-process-wide: float64 needs it, and every array here is created with an explicit dtype, so float32
-runs still compute in float32 (complex64). Code that imports this package and relies on JAX's 32-bit
-defaults (e.g. `jnp.zeros(3)` being float32) should pass dtypes explicitly.
+Importing this package leaves JAX's 64-bit mode as it is (off, by JAX's default). Float64 is scoped:
+
+    from linrnn.impls import jax as lj
+    with lj.float64():                                   # jax.enable_x64(True), this thread, this block
+        params = lj.from_bundle(bundle, "float64")
+        y, state = lj.apply(params, bundle.config, u)    # computed in float64 (complex128)
+
+`apply_bundle(..., dtype="float64")`, the command line, the cross-check and the training adapter enter
+the scope themselves. A float64 request outside it is a `LinrnnError`, never a float32 result.
 
 Layout (one job per file, one sequence per function, batched once with vmap in `layer`):
 
@@ -14,7 +19,7 @@ Layout (one job per file, one sequence per function, batched once with vmap in `
     dlr.py       DLR: lax.scan with read-out, chunkwise scan, chunked kernel + FFT
     layer.py     apply / step on a batch: modes, state boundary, checks
     model.py     the deep model (encoder, norm, mixer, GELU, dropout, GLU, residual, pooling, decoder)
-    params.py    bundle <-> jnp dicts, dtypes, the recurrence-parameter mask
+    params.py    bundle <-> jnp dicts, dtypes and the float64 scope, the recurrence-parameter mask
     bench.py     the speed harness (`make_forward`)
 
 The backend interface of `linrnn.impls.backends`: MODES (first the default), DTYPES, `apply_bundle`.
@@ -23,31 +28,39 @@ This package imports no torch and nothing from `linrnn.impls.torch` or `linrnn.i
 
 from __future__ import annotations
 
-import jax
+if __name__ == "jax":   # impls/ is the working directory, so this folder shadows the library
+    raise ImportError("`import jax` found linrnn's impls/jax folder, not the JAX library: Python was started "
+                      "inside impls/ (its folder comes first on sys.path); start it from another directory")
 
-jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp
+import numpy as np
 
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+from linrnn.impls.checks import check_lengths, check_sequences, check_tokens
+from linrnn.impls.config import DTYPES as _DTYPES
+from linrnn.impls.errors import LinrnnError
+from linrnn.impls.jax import layer, model
+from linrnn.impls.jax.layer import MODES, apply, step
+from linrnn.impls.jax.params import (check_dtype, float64, float64_enabled, from_bundle, precision,
+                                     recurrence_mask, to_bundle)
 
-from linrnn.impls.checks import check_lengths, check_sequences, check_tokens  # noqa: E402
-from linrnn.impls.errors import LinrnnError  # noqa: E402
-from linrnn.impls.jax import layer, model  # noqa: E402
-from linrnn.impls.jax.layer import MODES, apply, step  # noqa: E402
-from linrnn.impls.jax.params import DTYPES, check_dtype, from_bundle, recurrence_mask, to_bundle  # noqa: E402
+DTYPES = _DTYPES["jax"]
 
 __all__ = ["MODES", "DTYPES", "apply_bundle", "apply", "step", "from_bundle", "to_bundle", "recurrence_mask",
-           "layer", "model"]
+           "float64", "float64_enabled", "precision", "layer", "model"]
 
 
 def apply_bundle(bundle, inputs: np.ndarray, mode: str = MODES[0], dtype: str = "float64",
                  lengths: np.ndarray | None = None) -> np.ndarray:
     """A layer bundle on u (B L H) -> y (B L H), or a model bundle (evaluation mode) on its inputs.
 
-    Returns a float64 NumPy copy of the result, computed in `dtype`.
+    Returns a float64 NumPy copy of the result, computed in `dtype` (float64 inside `float64()`).
     """
     layer.check_mode(mode)
-    check_dtype(dtype)
+    with precision(dtype):
+        return _apply_bundle(bundle, inputs, mode, dtype, lengths)
+
+
+def _apply_bundle(bundle, inputs: np.ndarray, mode: str, dtype: str, lengths: np.ndarray | None) -> np.ndarray:
     params = from_bundle(bundle, dtype)
     cfg = bundle.config
     if bundle.kind == "model":

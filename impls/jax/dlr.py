@@ -31,7 +31,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from linrnn.impls.config import DLRConfig
-from linrnn.impls.jax.scan import causal_fft_conv, powers
+from linrnn.impls.jax.scan import causal_fft_conv, exponents, powers
 
 Params = Mapping[str, jnp.ndarray]
 
@@ -56,11 +56,6 @@ def materialise(p: Params, cfg: DLRConfig) -> DLRSystem:
     return DLRSystem(log_lam, p["W_re"], p["W_im"], p["D"], *rev)
 
 
-def kernel_length(cfg: DLRConfig, length: int) -> int:
-    """L_k = min(max_kernel_length, L)."""
-    return length if cfg.max_kernel_length is None else min(cfg.max_kernel_length, length)
-
-
 def state_shape(cfg: DLRConfig) -> tuple[int, ...]:
     """The state of one sequence in the reference's convention: (H, N) complex."""
     return (cfg.d_model, cfg.d_state)
@@ -82,7 +77,7 @@ def from_native(sys: DLRSystem, z: jnp.ndarray) -> jnp.ndarray:
 def kernel(log_lam: jnp.ndarray, W_re: jnp.ndarray, W_im: jnp.ndarray, length: int) -> jnp.ndarray:
     """K_{l,h} = Re(sum_n W_{h,n} lambda_n^l) for l < length, in blocks of KERNEL_CHUNK lags.     -> (length H)"""
     def block(start, size):
-        p = powers(log_lam, start, size)                                  # (size N)
+        p = powers(log_lam, exponents(start, size, log_lam))                  # (size N)
         return p.real @ W_re.T - p.imag @ W_im.T                          # (size H)
 
     if length <= KERNEL_CHUNK:
@@ -96,7 +91,7 @@ def kernel(log_lam: jnp.ndarray, W_re: jnp.ndarray, W_im: jnp.ndarray, length: i
 def conv(sys: DLRSystem, cfg: DLRConfig, u: jnp.ndarray) -> jnp.ndarray:
     """y = K * u + D u (+ the strictly anti-causal K^rev).     u (L H) -> y (L H)"""
     L = u.shape[0]
-    Lk = kernel_length(cfg, L)
+    Lk = cfg.kernel_length(L)
     y = causal_fft_conv(kernel(sys.log_lam, sys.W_re, sys.W_im, Lk), u) + sys.D * u
     if cfg.bidirectional:
         # c_s = sum_j K^rev_j u_{L-1-(s-j)} on the reversed input; y_t += c_{L-2-t}, nothing at t = L-1
@@ -142,7 +137,7 @@ def _chunkwise(log_lam, W_re, W_im, u, x0):
     C = -(-L // T)
     pad = C * T - L
     uc = jnp.pad(u, ((0, pad), (0, 0))).reshape(C, T, H)                  # (C T H)
-    p = powers(log_lam, 0, T + 1)                                         # (T+1 N)  lambda^0 .. lambda^T
+    p = powers(log_lam, exponents(0, T + 1, log_lam))                         # (T+1 N)  lambda^0 .. lambda^T
     # inside each chunk: y_t = sum_{s<=t} K_{t-s} u_s with the first T taps
     K = p[:T].real @ W_re.T - p[:T].imag @ W_im.T                         # (T H)
     lag = jnp.arange(T)[:, None] - jnp.arange(T)[None, :]                 # (T T)  t - s

@@ -33,11 +33,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from linrnn.impls import checks
+from linrnn.impls.config import MODES as _MODES
 from linrnn.impls.config import DLRConfig, MixerConfig
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.jax import dlr, lru, rotrnn
+from linrnn.impls.jax.params import check_compute_dtype
 
-MODES = ("scan", "sequential", "conv", "step")
+MODES = _MODES["jax"]
 MIXERS = {"rotrnn": rotrnn, "lru": lru, "dlr": dlr}
 
 Params = Mapping[str, jnp.ndarray]
@@ -49,32 +52,23 @@ def complex_dtype(real) -> np.dtype:
 
 # -- checks (static: shapes, flags, the mode; they also run while an enclosing jit traces) ----------
 
-def check_mode(mode: str) -> None:
-    if mode not in MODES:
-        raise LinrnnError(f"mode: the jax backend has modes {', '.join(MODES)}, found {mode!r}")
+def check_mode(mode: str) -> str:
+    return checks.check_mode(mode, "jax")
 
 
 def check_call(cfg: MixerConfig, mode: str, u_shape: tuple, state, streaming: bool = False) -> None:
-    """Raise LinrnnError for a call that the layer does not define."""
+    """Raise LinrnnError for a call that the layer does not define (the contract's rules: `linrnn.impls.checks`)."""
     check_mode(mode)
     H = cfg.d_model
     want = f"(B, {H})" if streaming else f"(B, L, {H})"
     if len(u_shape) != (2 if streaming else 3) or u_shape[-1] != H or min(u_shape) < 1:
         raise LinrnnError(f"input: expected shape {want} with B{'' if streaming else ', L'} >= 1, found {tuple(u_shape)}")
-    if cfg.bidirectional and mode == "step":
-        raise LinrnnError(f"mode: a bidirectional {cfg.kind} layer has no streaming step (its backward scan "
-                          f"needs the whole sequence); use mode scan, sequential or conv")
-    if cfg.bidirectional and state is not None:
-        raise LinrnnError(f"state: a bidirectional {cfg.kind} layer has no streaming state; call it without one")
-    if isinstance(cfg, DLRConfig):
-        L = 1 if streaming else u_shape[1]
-        if mode == "conv" and state is not None:
-            raise LinrnnError("state: DLR's mode conv starts from a zero state; use mode scan, sequential or step "
-                              "to pass a state")
-        if mode != "conv" and cfg.max_kernel_length is not None and (L > cfg.max_kernel_length or state is not None):
-            raise LinrnnError(f"mode: DLR with max_kernel_length={cfg.max_kernel_length} is defined by its truncated "
-                              f"kernel; mode {mode} holds only for L <= {cfg.max_kernel_length} from a zero state "
-                              f"(found L = {L}{', a given state' if state is not None else ''}): use mode conv")
+    checks.check_streaming(cfg, mode, state is not None)
+    checks.check_kernel_view(cfg, mode, 1 if streaming else u_shape[1], state is not None)
+    if isinstance(cfg, DLRConfig) and mode == "conv" and state is not None:
+        # this side's DLR conv is the kernel alone (no free response of a state): it takes no state
+        raise LinrnnError("state: DLR's mode conv on the jax side starts from a zero state; use mode scan, "
+                          "sequential or step to pass a state")
     if state is not None:
         module = MIXERS[cfg.kind]
         expected = (u_shape[0],) + module.state_shape(cfg)
@@ -132,6 +126,7 @@ def apply(params: Params, cfg: MixerConfig, u: jnp.ndarray, mode: str = "scan", 
     -> y (B L H) in the compute dtype, and the forward state after the last position (or None)
     """
     check_call(cfg, mode, np.shape(u), state)
+    check_compute_dtype(params["D"])
     u = jnp.asarray(u).astype(params["D"].dtype)
     return _run(materialise(params, cfg), cfg, u, mode, state)
 
@@ -147,5 +142,6 @@ def _step(sys, cfg: MixerConfig, u_t: jnp.ndarray, state):
 def step(params: Params, cfg: MixerConfig, u_t: jnp.ndarray, state=None):
     """One position of a stream: u_t (B H), state (reference convention) or None -> y_t (B H), state."""
     check_call(cfg, "step", np.shape(u_t), state, streaming=True)
+    check_compute_dtype(params["D"])
     u_t = jnp.asarray(u_t).astype(params["D"].dtype)
     return _step(materialise(params, cfg), cfg, u_t, state)

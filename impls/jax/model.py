@@ -14,8 +14,8 @@ Training mode (`forward_train`) differs in two places:
   step, kept entries scaled by 1/(1 - rate); two sites per block, keys split from the one given;
 * BatchNorm normalises with the batch statistics over all B x L positions (padding included, as
   PyTorch's BatchNorm1d on (B H L) does) with the biased variance, and returns the updated running
-  statistics, PyTorch's rule with momentum 0.1: mean <- 0.9 mean + 0.1 batch_mean,
-  var <- 0.9 var + 0.1 batch_var * n/(n-1) (n = B L).
+  statistics with m = `linrnn.impls.config.BATCHNORM_MOMENTUM` (PyTorch's rule): mean <- (1 - m) mean
+  + m batch_mean, var <- (1 - m) var + m batch_var * n/(n-1) (n = B L).
 
 `params` is a flat dict keyed like the model bundle; its dtype is the compute dtype.
 """
@@ -29,11 +29,10 @@ import jax
 import jax.numpy as jnp
 
 from linrnn.impls.bundle import sub_params
-from linrnn.impls.config import ModelConfig
+from linrnn.impls.config import BATCHNORM_MOMENTUM, ModelConfig
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.jax import layer
-
-BATCHNORM_MOMENTUM = 0.1  # PyTorch's default, which the authors' training code keeps
+from linrnn.impls.jax.params import check_compute_dtype
 
 Params = Mapping[str, jnp.ndarray]
 
@@ -141,6 +140,15 @@ def _forward(params: Params, cfg: ModelConfig, inputs, lengths, mode: str, train
 
 
 @partial(jax.jit, static_argnames=("cfg", "mode"))
+def _evaluate(params: Params, cfg: ModelConfig, inputs, lengths, mode: str) -> jnp.ndarray:
+    return _forward(params, cfg, inputs, lengths, mode, False, None)[0]
+
+
+@partial(jax.jit, static_argnames=("cfg", "mode"))
+def _train(params: Params, cfg: ModelConfig, inputs, key, lengths, mode: str):
+    return _forward(params, cfg, inputs, lengths, mode, True, key)
+
+
 def forward(params: Params, cfg: ModelConfig, inputs, lengths=None, mode: str = "scan") -> jnp.ndarray:
     """Evaluation: the model's output, (B d_out) with pooling, (B L d_out) with pooling 'none'.
 
@@ -148,14 +156,15 @@ def forward(params: Params, cfg: ModelConfig, inputs, lengths=None, mode: str = 
     lengths  (B,) integers in [1, L]: the valid lengths for mean / last pooling; None: all full
     mode     the mixers' mode (layer.MODES)
     """
-    return _forward(params, cfg, inputs, lengths, mode, False, None)[0]
+    check_compute_dtype(params["decoder.weight"])      # before jit, which would cut float64 to float32
+    return _evaluate(params, cfg, inputs, lengths, mode)
 
 
-@partial(jax.jit, static_argnames=("cfg", "mode"))
 def forward_train(params: Params, cfg: ModelConfig, inputs, key=None, lengths=None, mode: str = "scan"):
     """Training: dropout (needs `key` when cfg.dropout > 0) and BatchNorm on batch statistics.
 
     -> (output, running statistics): the updated `layers.{i}.norm.mean` / `.var` entries for
     BatchNorm, to be merged into params by the trainer; {} for LayerNorm.
     """
-    return _forward(params, cfg, inputs, lengths, mode, True, key)
+    check_compute_dtype(params["decoder.weight"])
+    return _train(params, cfg, inputs, key, lengths, mode)

@@ -5,31 +5,69 @@ bundle: `M`, `theta`, ...; model bundle: `encoder.weight`, `layers.0.mixer.theta
 the round trip `to_bundle(config, from_bundle(bundle, "float64"))` is bit-exact; from float32 it is
 the float32 numbers, widened exactly.
 
-`recurrence_mask(params)` marks the recurrence parameters (docs/models.md: `M`, `theta`, `gamma_log`,
-`nu_log`, `theta_log`, `a`), which a trainer puts in their own optimiser group (own learning rate,
-no weight decay), e.g. with `optax.masked` or `optax.multi_transform`.
+`recurrence_mask(params)` marks the recurrence parameters (`linrnn.impls.bundle.RECURRENCE_KEYS`),
+which a trainer puts in their own optimiser group (own learning rate, no weight decay), e.g. with
+`optax.masked` or `optax.multi_transform`.
+
+Float64 is scoped, never process-wide. JAX computes in 64 bits only while its `jax_enable_x64` flag
+is on, and with the flag off it silently turns every float64 request into float32. Importing this
+package leaves the flag alone; `float64()` turns it on for one `with` block (in this thread only:
+`jax.enable_x64` is thread-local, and jit caches key on it, so code compiled inside is compiled
+again outside). Every entry point that computes in float64 enters it (`apply_bundle`, the command
+line, the cross-check, the training adapter, the Monte Carlo); a float64 request made outside the
+scope is a `LinrnnError` that says how to get float64, never a float32 result.
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+import contextlib
+from typing import Iterator, Mapping
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
-from linrnn.impls.bundle import Bundle
+from linrnn.impls.bundle import Bundle, is_recurrence_key
+from linrnn.impls.checks import check_dtype as check_dtype_name
 from linrnn.impls.config import Config
 from linrnn.impls.errors import LinrnnError
 
-DTYPES = ("float32", "float64")
-RECURRENCE_KEYS = ("M", "theta", "gamma_log", "nu_log", "theta_log", "a")
-
 Params = Mapping[str, jnp.ndarray]
+
+FLOAT64_HINT = ("JAX computes in float64 only inside `with linrnn.impls.jax.float64():` (or with "
+                "JAX_ENABLE_X64=1 set before Python starts)")
+
+
+@contextlib.contextmanager
+def float64() -> Iterator[None]:
+    """A scope in which JAX computes in float64: `jax.enable_x64(True)`, for this thread, until the block ends."""
+    with jax.enable_x64(True):
+        yield
+
+
+def float64_enabled() -> bool:
+    """Whether float64 is available to JAX here (inside `float64()`, or the flag set for the process)."""
+    return bool(jax.config.jax_enable_x64)
+
+
+def precision(dtype: str) -> contextlib.AbstractContextManager:
+    """The scope a computation in `dtype` needs: `float64()` for 'float64', nothing for 'float32'."""
+    check_dtype_name(dtype, "jax")
+    return float64() if dtype == "float64" else contextlib.nullcontext()
 
 
 def check_dtype(dtype: str) -> None:
-    if dtype not in DTYPES:
-        raise LinrnnError(f"dtype: the jax backend computes in {', '.join(DTYPES)}, found {dtype!r}")
+    """A dtype name the jax side computes in and can honour here (float64: inside `float64()`)."""
+    check_dtype_name(dtype, "jax")
+    if dtype == "float64" and not float64_enabled():
+        raise LinrnnError(f"dtype: float64 was requested outside JAX's 64-bit mode, which would compute in "
+                          f"float32; {FLOAT64_HINT}")
+
+
+def check_compute_dtype(array) -> None:
+    """Parameters of float64 used outside the scope would be cut to float32 by JAX: refuse instead."""
+    if jnp.dtype(array.dtype) == jnp.float64 and not float64_enabled():
+        check_dtype("float64")
 
 
 def from_bundle(bundle: Bundle, dtype: str = "float64") -> dict[str, jnp.ndarray]:
@@ -41,13 +79,6 @@ def from_bundle(bundle: Bundle, dtype: str = "float64") -> dict[str, jnp.ndarray
 def to_bundle(config: Config, params: Params) -> Bundle:
     """A validated float64 bundle from jnp arrays (keys and shapes are checked by `Bundle`)."""
     return Bundle(config, {key: np.asarray(value).astype(np.float64) for key, value in params.items()})
-
-
-def is_recurrence_key(key: str) -> bool:
-    """`theta`, or `layers.3.mixer.theta` in a model; never an encoder, norm, GLU or decoder weight."""
-    parts = key.split(".")
-    in_mixer = len(parts) == 1 or (len(parts) >= 2 and parts[-2] == "mixer")
-    return in_mixer and parts[-1] in RECURRENCE_KEYS
 
 
 def recurrence_mask(params: Params) -> dict[str, bool]:

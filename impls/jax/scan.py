@@ -14,19 +14,14 @@ once with `jax.vmap`. Three routes with one signature `(log_lam, v, x0) -> state
   every lane with its impulse response lambda^l = exp(l log lambda), by a zero-padded FFT of length
   >= 2L (linear, not circular), plus lambda^(t+1) x0.
 
-Why `associative` is the `scan` mode. Measured on this project's 2-core CPU (JAX 0.10.2, float32,
-one layer forward at B=8, L=4096, H=N=128, `linrnn.impls.jax.bench`, machine shared and noisy):
-
-    LRU layer (128 lanes)      associative 95-169 ms | chunked two-level (T=32, 64) 88-95 ms | lax.scan 88-92 ms
-    RotRNN layer (64 lanes)    associative 46-48 ms  | chunked two-level            44-49 ms | lax.scan 46 ms
-    scan alone, time-major     lax.scan 18 ms | associative 97-168 ms | chunked 80 ms (standalone, complex64)
-
-On these 2 cores no log-depth or two-level scan beats the plain `lax.scan` reliably: every step is
-already vectorised over B x N lanes, and the layer is dominated by its projections (about 50 ms of
-GEMMs). The associative scan is taken for `scan` because (1) the PyTorch side runs the chunked
-two-level scan, so the two sides check each other through different algorithms, and (2) it is the
-route that parallelises over L on a GPU. On this CPU, `sequential` is the mode to use for speed.
-The chunked variant was measured (above) but is not kept: nothing here would call it.
+Why `associative` is the `scan` mode: every step of `lax.scan` is already vectorised over the B x N
+lanes and a layer is dominated by its projections, so on a few CPU cores no log-depth or two-level
+scan beats the plain `lax.scan` reliably. The associative scan is still the `scan` mode because
+(1) the PyTorch side runs the chunked two-level scan, so the two sides check each other through
+different algorithms, and (2) it is the route that parallelises over L on a GPU. On a CPU,
+`sequential` is the mode to use for speed. The timings behind this are in docs/speed.md (measured
+once on this project's machine); `pytest --benchmark -k "jax and (scan_alone or layer_forward)"`
+(tests/bench/test_bench_jax.py) reproduces them into the benchmark JSON.
 
 Precision: powers are always exp(l log lambda) from the raw log-eigenvalue (never repeated products,
 never 1 - |lambda| formed by subtraction), so the modulus stays accurate for |lambda| close to 1.
@@ -41,14 +36,19 @@ import jax.numpy as jnp
 from jax import lax
 
 
-def powers(log_lam: jnp.ndarray, start, length: int) -> jnp.ndarray:
-    """lambda^l = exp(l log lambda) for l = start .. start+length-1 (start may be traced).
-
-    log_lam (N,) complex -> (length N) complex
-    """
+def exponents(start, length: int, log_lam: jnp.ndarray) -> jnp.ndarray:
+    """The exponents start .. start+length-1 in the real dtype of `log_lam` (start may be traced).     -> (length,)"""
     real = jnp.finfo(log_lam.dtype).dtype
-    l = (jnp.arange(length, dtype=real) + jnp.asarray(start, dtype=real))[:, None]   # (length 1)
-    return jnp.exp(lax.complex(l * log_lam.real, l * log_lam.imag))   # (length N)
+    return jnp.arange(length, dtype=real) + jnp.asarray(start, dtype=real)
+
+
+def powers(log_lam: jnp.ndarray, steps: jnp.ndarray) -> jnp.ndarray:
+    """lambda^k = exp(k log lambda) for every k in `steps` (the torch side's signature).
+
+    log_lam (N,) complex, steps (S,) real -> (S N) complex
+    """
+    k = jnp.asarray(steps, dtype=jnp.finfo(log_lam.dtype).dtype)[:, None]   # (S 1)
+    return jnp.exp(lax.complex(k * log_lam.real, k * log_lam.imag))        # (S N)
 
 
 def sequential(log_lam: jnp.ndarray, v: jnp.ndarray, x0: jnp.ndarray) -> jnp.ndarray:
@@ -97,7 +97,7 @@ def causal_fft_conv(k: jnp.ndarray, u: jnp.ndarray) -> jnp.ndarray:
 def convolution(log_lam: jnp.ndarray, v: jnp.ndarray, x0: jnp.ndarray) -> jnp.ndarray:
     """x_t = sum_{l<=t} lambda^l v_{t-l} + lambda^(t+1) x0 by FFT.     v (L N), x0 (N,) -> states (L N)"""
     L = v.shape[0]
-    return causal_fft_conv(powers(log_lam, 0, L), v) + powers(log_lam, 1, L) * x0
+    return causal_fft_conv(powers(log_lam, exponents(0, L, log_lam)), v) + powers(log_lam, exponents(1, L, log_lam)) * x0
 
 
 ROUTES = {"sequential": sequential, "scan": associative, "conv": convolution}

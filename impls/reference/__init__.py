@@ -10,20 +10,21 @@ from typing import Mapping
 
 import numpy as np
 
-from linrnn.impls.checks import check_sequences
+from linrnn.impls.checks import check_dtype, check_mode, check_sequences
+from linrnn.impls.config import DTYPES as _DTYPES
+from linrnn.impls.config import MODES as _MODES
 from linrnn.impls.config import MixerConfig
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.reference import dlr, lru, rotrnn
 
 MIXERS = {"rotrnn": rotrnn, "lru": lru, "dlr": dlr}
-MODES = ("sequential", "conv")
+MODES = _MODES["reference"]
 
 
 def apply_mixer(cfg: MixerConfig, params: Mapping[str, np.ndarray], u: np.ndarray, mode: str = "sequential",
                 x0: np.ndarray | None = None):
     """One mixer layer on u (B L H) -> (y (B L H), forward state after the last step or None for 'conv')."""
-    if mode not in MODES:
-        raise LinrnnError(f"mode: the reference backend has modes {', '.join(MODES)}, found {mode!r}")
+    check_mode(mode, "reference")
     u = check_sequences(u, cfg.d_model)
     module = MIXERS[cfg.kind]
     if mode == "sequential":
@@ -42,18 +43,16 @@ def spectral_radius(cfg: MixerConfig, params: Mapping[str, np.ndarray]) -> float
 
 # -- the backend interface of `linrnn apply` (see linrnn.impls.backends) --------------------------
 
-DTYPES = ("float64",)
+DTYPES = _DTYPES["reference"]
 
 
 def apply_bundle(bundle, inputs: np.ndarray, mode: str = "sequential", dtype: str = "float64",
                  lengths: np.ndarray | None = None) -> np.ndarray:
     """A layer bundle on u (B L H) -> y (B L H), or a model bundle on its inputs -> its outputs."""
-    if dtype not in DTYPES:
-        raise LinrnnError(f"dtype: the reference backend computes in float64 only, found {dtype!r}")
+    check_dtype(dtype, "reference")
     if bundle.kind == "model":
         from linrnn.impls.reference.model import forward
-        if mode not in MODES:
-            raise LinrnnError(f"mode: the reference backend has modes {', '.join(MODES)}, found {mode!r}")
+        check_mode(mode, "reference")
         return forward(bundle, inputs, lengths, mode)
     if lengths is not None:
         raise LinrnnError("lengths: only a model bundle (with pooling) takes lengths")

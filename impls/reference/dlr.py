@@ -20,8 +20,8 @@ from typing import Mapping
 
 import numpy as np
 
+from linrnn.impls.checks import check_kernel_view
 from linrnn.impls.config import DLRConfig
-from linrnn.impls.errors import LinrnnError
 from linrnn.impls.reference.conv import anticausal_conv, causal_conv
 
 Params = Mapping[str, np.ndarray]
@@ -35,11 +35,6 @@ def eigenvalues(p: Params) -> np.ndarray:
 def output_weights(p: Params, suffix: str = "") -> np.ndarray:
     """W = W_re + i W_im (or the `_rev` pair).     -> (H N) complex"""
     return p["W_re" + suffix] + 1j * p["W_im" + suffix]
-
-
-def kernel_length(cfg: DLRConfig, length: int) -> int:
-    """L_k = min(max_kernel_length, L)."""
-    return length if cfg.max_kernel_length is None else min(cfg.max_kernel_length, length)
 
 
 def kernel(p: Params, length: int, suffix: str = "") -> np.ndarray:
@@ -57,10 +52,7 @@ def sequential(p: Params, cfg: DLRConfig, u: np.ndarray, x0: np.ndarray | None =
     -> y (B L H), x_L (B H N) complex
     """
     B, L, H = u.shape
-    if cfg.max_kernel_length is not None and (L > cfg.max_kernel_length or x0 is not None):
-        raise LinrnnError(f"DLR with max_kernel_length={cfg.max_kernel_length} is defined by its truncated "
-                          f"kernel; the recurrent view holds only for L <= {cfg.max_kernel_length} from a zero "
-                          f"state (found L = {L}{', a given state' if x0 is not None else ''}): use mode 'conv'")
+    check_kernel_view(cfg, "sequential", L, x0 is not None)
     lam = eigenvalues(p)
     W = output_weights(p)
     x = np.zeros((B, H, cfg.d_state), dtype=np.complex128) if x0 is None else x0
@@ -81,7 +73,7 @@ def sequential(p: Params, cfg: DLRConfig, u: np.ndarray, x0: np.ndarray | None =
 
 def conv(p: Params, cfg: DLRConfig, u: np.ndarray) -> np.ndarray:
     """y_t = sum_l K_l u_{t-l} + D * u_t (+ sum_j K^rev_j u_{t+1+j}).     u (B L H) -> y (B L H)"""
-    Lk = kernel_length(cfg, u.shape[1])
+    Lk = cfg.kernel_length(u.shape[1])
     y = causal_conv(kernel(p, Lk), u) + p["D"] * u
     if cfg.bidirectional:
         K_rev = kernel(p, Lk, "_rev")                                # (Lk H)

@@ -16,11 +16,16 @@ Backend interface of `linrnn apply` (see `linrnn.impls.backends`): `MODES` (the 
 
 from __future__ import annotations
 
+if __name__ == "torch":   # impls/ is the working directory, so this folder shadows the library
+    raise ImportError("`import torch` found linrnn's impls/torch folder, not PyTorch: Python was started "
+                      "inside impls/ (its folder comes first on sys.path); start it from another directory")
+
 import numpy as np
 import torch
 
 from linrnn.impls.bundle import Bundle
-from linrnn.impls.checks import check_lengths, check_sequences, check_tokens
+from linrnn.impls.checks import check_dtype, check_lengths, check_sequences, check_tokens
+from linrnn.impls.config import DTYPES as _DTYPES
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.torch.dlr import DLR
 from linrnn.impls.torch.layer import MODES, Mixer, check_mode, parameter_groups, recurrence_parameters
@@ -28,7 +33,7 @@ from linrnn.impls.torch.lru import LRU
 from linrnn.impls.torch.model import Model
 from linrnn.impls.torch.rotrnn import RotRNN
 
-DTYPES = ("float32", "float64")
+DTYPES = _DTYPES["torch"]
 MIXERS = {"rotrnn": RotRNN, "lru": LRU, "dlr": DLR}
 
 __all__ = ["DLR", "DTYPES", "LRU", "MIXERS", "MODES", "Mixer", "Model", "RotRNN", "apply_bundle", "from_bundle",
@@ -46,8 +51,7 @@ def apply_bundle(bundle: Bundle, inputs: np.ndarray, mode: str = MODES[0], dtype
                  lengths: np.ndarray | None = None) -> np.ndarray:
     """A layer bundle on u (B L H) -> y (B L H), or a model bundle on its inputs -> its outputs (float64 copy)."""
     check_mode(mode)
-    if dtype not in DTYPES:
-        raise LinrnnError(f"dtype: the torch backend computes in {', '.join(DTYPES)}, found {dtype!r}")
+    check_dtype(dtype, "torch")
     torch_dtype = getattr(torch, dtype)
     module = from_bundle(bundle, torch_dtype)
     device = next(module.parameters()).device

@@ -18,11 +18,9 @@ from typing import Callable
 
 import torch
 
-from linrnn.impls.bench import layer_config, median_ms  # noqa: F401  (median_ms: re-exported for callers)
+from linrnn.impls.bench import info_record, layer_config, median_ms  # noqa: F401  (median_ms: re-exported)
 from linrnn.impls.init import init
 from linrnn.impls.torch.layer import torch_dtype
-
-
 
 
 def device_name(device: torch.device) -> str:
@@ -31,12 +29,13 @@ def device_name(device: torch.device) -> str:
     return f"{device.type} ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
 
 
-def make_forward(kind: str, mode: str, B: int, L: int, H: int, N: int, heads: int = 1, dtype: str = "float32",
-                 device: str | torch.device | None = None, seed: int = 0) -> tuple[Callable[[], torch.Tensor], dict]:
+def make_forward(kind: str, mode: str, B: int, L: int, H: int, N: int, heads: int = 16, dtype: str = "float32",
+                 seed: int = 0, device: str | torch.device | None = None) -> tuple[Callable[[], torch.Tensor], dict]:
     """A layer at the given sizes and a callable running its forward pass in `mode` on a fixed input.
 
     -> (forward, info): forward() returns y (B L H) after synchronising the device; info records
        kind, mode, B, L, H, N, heads, dtype, device and torch's version, for benchmark records.
+       The same signature, defaults and return type as `linrnn.impls.jax.bench.make_forward`.
     """
     from linrnn.impls.torch import from_bundle   # the package imports this module's siblings
 
@@ -52,17 +51,14 @@ def make_forward(kind: str, mode: str, B: int, L: int, H: int, N: int, heads: in
             torch.cuda.synchronize(dev)
         return y
 
-    info = {"backend": "torch", "mixer": kind, "mode": mode, "B": B, "L": L, "H": H, "N": N,
-            "heads": heads if kind == "rotrnn" else None, "dtype": dtype, "device": device_name(dev),
+    info = {"backend": "torch", **info_record(kind, mode, B, L, H, N, heads, dtype), "device": device_name(dev),
             "torch": torch.__version__, "grad": False}
     return forward, info
 
 
-
-
-def scan_timings(B: int = 8, L: int = 4096, n: int = 128, chunks=(16, 32, 64, 128, 256), repeats: int = 9,
-                 dtype: str = "float32") -> dict[str, float]:
-    """Median ms of the scan alone (n lanes, no projections), the candidates interleaved run by run.
+def scan_candidates(B: int = 8, L: int = 4096, n: int = 128, chunks=(16, 32, 64, 128, 256),
+                    dtype: str = "float32") -> dict[str, Callable[[], torch.Tensor]]:
+    """The scans alone (n lanes, no projections) on one fixed input: the candidates behind `scan.py`'s choice.
 
     'complex loop' is a baseline kept here only: the plain loop at one complex addcmul per step.
     """
@@ -84,16 +80,39 @@ def scan_timings(B: int = 8, L: int = 4096, n: int = 128, chunks=(16, 32, 64, 12
     candidates = {"complex loop": complex_loop, "sequential (2x2 pairs)": lambda: scans.sequential(log_lam, v)}
     for T in chunks:
         candidates[f"chunked T={T}"] = lambda T=T: scans.chunked(log_lam, v, chunk=T)
+    return {name: torch.no_grad()(f) for name, f in candidates.items()}
+
+
+def scan_timings(B: int = 8, L: int = 4096, n: int = 128, chunks=(16, 32, 64, 128, 256), repeats: int = 9,
+                 dtype: str = "float32") -> dict[str, float]:
+    """Median ms of each of `scan_candidates`, the candidates interleaved run by run (fairer on a busy machine)."""
+    candidates = scan_candidates(B, L, n, chunks, dtype)
     times: dict[str, list[float]] = {name: [] for name in candidates}
-    with torch.no_grad():
-        for f in candidates.values():
+    for f in candidates.values():
+        f()
+    for _ in range(repeats):
+        for name, f in candidates.items():
+            start = time.perf_counter()
             f()
-        for _ in range(repeats):
-            for name, f in candidates.items():
-                start = time.perf_counter()
-                f()
-                times[name].append(1e3 * (time.perf_counter() - start))
+            times[name].append(1e3 * (time.perf_counter() - start))
     return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def dlr_chunk_forward(chunk: int | None, B: int = 8, L: int = 4096, H: int = 128, N: int = 128,
+                      dtype: str = "float32", seed: int = 0) -> Callable[[], torch.Tensor]:
+    """DLR's kernel-form chunked scan with chunk length `chunk` (None: `conv`), for `dlr.chunk_length`'s sweep."""
+    from linrnn.impls.torch import dlr
+
+    layer = dlr.DLR.from_bundle(init(layer_config("dlr", H, N), seed), torch_dtype(dtype))
+    u = torch.randn(B, L, H, generator=torch.Generator().manual_seed(seed), dtype=layer.dtype)
+
+    @torch.no_grad()
+    def forward() -> torch.Tensor:
+        f = layer.materialise()
+        if chunk is None:
+            return dlr.conv(f, layer.config, u)[0]
+        return dlr.scan(f, layer.config, u, chunk=chunk)[0]
+    return forward
 
 
 if __name__ == "__main__":     # python -m linrnn.impls.torch.bench [threads]: the numbers behind scan.py's choice

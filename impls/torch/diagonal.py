@@ -116,7 +116,7 @@ def zero_state(f: DiagonalForm, batch: int) -> torch.Tensor:
 class DiagonalMixer(Mixer):
     """A mixer that materialises into a `DiagonalForm` (RotRNN, LRU): every view comes from this module.
 
-    A subclass defines `config_type`, `recurrence_keys`, `materialise` and the state conversions.
+    A subclass defines `config_type`, `materialise` and the state conversions (`to_native`, `from_native`).
     """
 
     sequential = staticmethod(sequential)

@@ -21,8 +21,8 @@ in blocks of at most `BLOCK // N` positions. Routes of the views:
   over the chunk carries S_c = lambda^T S_{c-1} + E_{c-1} follows, and each chunk adds the free
   response of its carry. Work O(B L H N) in matrix products, and no (B L H N) state trajectory
   (8.6 GB at B=8, L=4096, H=N=128 in float64), which the chunked scan of `scan.py` would store.
-  On this project's CPU it takes 1.1-2x the time of `conv` (B=8, L=4096, H=N=128): conv is the view
-  to use for DLR, the scan its independent recurrent check (`chunk_length` for T);
+  It does the work of `conv` plus the carries, so it is never faster: conv is the view to use for
+  DLR, the scan its independent recurrent check (`chunk_length` for T; timings in docs/speed.md);
 * `sequential`, `step`: the plain loop over positions on the (B H N) state as real pairs, rotated by
   real 2x2 rotation-scalings, read out at every position.
 
@@ -39,7 +39,6 @@ import torch
 import torch.nn.functional as F
 
 from linrnn.impls.config import DLRConfig
-from linrnn.impls.errors import LinrnnError
 from linrnn.impls.torch import scan as scans
 from linrnn.impls.torch.conv import causal_conv
 from linrnn.impls.torch.layer import Mixer
@@ -67,11 +66,6 @@ def materialise(layer: "DLR") -> DLRForm:
     W = torch.complex(layer.W_re, layer.W_im)
     W_rev = torch.complex(layer.W_re_rev, layer.W_im_rev) if layer.config.bidirectional else None
     return DLRForm(log_lam, W, W_rev, layer.D, *scans.rotation_scaling(log_lam, layer.D.dtype))
-
-
-def kernel_length(cfg: DLRConfig, length: int) -> int:
-    """L_k = min(max_kernel_length, L)."""
-    return length if cfg.max_kernel_length is None else min(cfg.max_kernel_length, length)
 
 
 def _blocks(length: int, N: int):
@@ -169,7 +163,7 @@ def _both_directions(f: DLRForm, cfg: DLRConfig, u: torch.Tensor, x0, causal):
 # -- the views: (form, cfg, u, x0) -> (y (B L H), x_L (B H N) complex or None) --------------------------
 
 def conv(f: DLRForm, cfg: DLRConfig, u: torch.Tensor, x0: torch.Tensor | None = None):
-    Lk = kernel_length(cfg, u.shape[1])
+    Lk = cfg.kernel_length(u.shape[1])
     def causal(W, v, x, with_state):
         return _causal_conv(f.log_lam, W, v, x, Lk, with_state)
     return _both_directions(f, cfg, u, x0, causal)
@@ -186,9 +180,9 @@ def chunk_length(length: int, N: int) -> int:
     """T for the kernel-form chunked scan: 2N rounded up to a power of two, at least 64, at most L.
 
     The two kernel-form products cost B L H 2N whatever T; the carries cost B (L/T) H N and their
-    (B L/T H N) stack, so T of the order of N keeps them small. Measured at B=8, L=4096, H=N=128,
-    float32, one thread, two runs on a shared machine: T = 32, 64, 128, 256, 512 took 583-624,
-    339-344, 229-255, 169-181, 145-190 ms (conv: 132-139 ms).
+    (B L/T H N) stack, so T of the order of N keeps them small, and larger T only adds FFT length.
+    The T sweep behind the rule is in docs/speed.md; `pytest --benchmark -k dlr_chunk`
+    (tests/bench/test_bench_torch.py) reproduces it into the benchmark JSON.
     """
     return min(length, max(64, 1 << (2 * N - 1).bit_length()))
 
@@ -233,7 +227,6 @@ class DLR(Mixer):
     """One DLR layer (unidirectional or bidirectional); parameters named as the bundle keys."""
 
     config_type = DLRConfig
-    recurrence_keys = ("a", "theta")
 
     materialise = materialise
 
@@ -253,19 +246,10 @@ class DLR(Mixer):
         cfg = self.config
         return torch.zeros(batch, cfg.d_model, cfg.d_state, dtype=complex_dtype(self.dtype), device=self.D.device)
 
-    def state_in(self, f: DLRForm, state: torch.Tensor, batch: int) -> torch.Tensor:
+    def to_native(self, f: DLRForm, state: torch.Tensor, batch: int) -> torch.Tensor:
         self.check_state(state, (batch, self.config.d_model, self.config.d_state), complex_dtype(self.dtype))
         return state
 
-    def state_out(self, f: DLRForm, x: torch.Tensor) -> torch.Tensor | None:
+    def from_native(self, f: DLRForm, x: torch.Tensor) -> torch.Tensor | None:
         """The state, or None with a truncated kernel (the recurrent view does not continue it)."""
         return x if self.config.max_kernel_length is None else None
-
-    def check_view(self, mode: str, length: int, state) -> None:
-        limit = self.config.max_kernel_length
-        if limit is None:
-            return
-        if state is not None or (mode != "conv" and length > limit):
-            raise LinrnnError(f"mode: DLR with max_kernel_length={limit} is defined by its truncated kernel; the "
-                              f"recurrent view holds only for L <= {limit} from a zero state (found L = {length}"
-                              f"{', a given state' if state is not None else ''}): use mode 'conv' without a state")

@@ -22,25 +22,25 @@ import numpy as np
 import torch
 from torch import nn
 
-from linrnn.impls.bundle import Bundle, expected_shapes, mixer_shapes
+from linrnn.impls import checks
+from linrnn.impls.bundle import RECURRENCE_KEYS, Bundle, expected_shapes, mixer_shapes
+from linrnn.impls.config import DTYPES, MODES as _MODES
 from linrnn.impls.errors import LinrnnError
 
-MODES = ("scan", "sequential", "conv", "step")          # the first is the default
-TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+MODES = _MODES["torch"]                                  # the first is the default
+TORCH_DTYPES = {name: getattr(torch, name) for name in DTYPES["torch"]}
 
 
 def torch_dtype(dtype: Any) -> torch.dtype:
     """torch.float32 / torch.float64 from a torch dtype or its name; anything else is a LinrnnError."""
-    resolved = TORCH_DTYPES.get(dtype) if isinstance(dtype, str) else dtype
-    if resolved not in TORCH_DTYPES.values():
-        raise LinrnnError(f"dtype: expected one of {', '.join(TORCH_DTYPES)}, found {dtype!r}")
-    return resolved
+    if isinstance(dtype, torch.dtype) and dtype in TORCH_DTYPES.values():
+        return dtype
+    name = dtype if isinstance(dtype, str) else str(dtype).removeprefix("torch.")
+    return TORCH_DTYPES[checks.check_dtype(name, "torch")]
 
 
 def check_mode(mode: str) -> str:
-    if mode not in MODES:
-        raise LinrnnError(f"mode: the torch backend has modes {', '.join(MODES)}, found {mode!r}")
-    return mode
+    return checks.check_mode(mode, "torch")
 
 
 # -- exact loading: the bundle's keys are the module's state_dict keys --------------------------
@@ -76,15 +76,20 @@ class Mixer(nn.Module):
 
     A subclass defines
         materialise()                       -> m, the derived tensors of one forward pass (the equations' terms)
-        sequential / scan / conv(m, u, x0)  -> (y (B L H), internal final state)
-        step_once(m, u_t, x)                -> (y_t (B H), internal state)
-        state_in(m, state, batch)           -> internal state, from the reference's convention (checked)
-        state_out(m, x)                     -> the reference's convention
-        zero_state(m, batch)                -> the internal zero state
+        sequential / scan / conv(m, u, x0)  -> (y (B L H), native final state)
+        step_once(m, u_t, x)                -> (y_t (B H), native state)
+        to_native(m, state, batch)          -> native state, from the reference's convention (checked)
+        from_native(m, x)                   -> the reference's convention
+        zero_state(m, batch)                -> the native zero state
+    (the JAX side's mixers name their conversions the same: `to_native`, `from_native`)
     """
 
     config_type: ClassVar[type]
-    recurrence_keys: ClassVar[tuple[str, ...]]     # the raw parameters of the recurrence (own optimiser group)
+
+    @property
+    def recurrence_keys(self) -> tuple[str, ...]:
+        """The raw parameters of the recurrence (own optimiser group): `linrnn.impls.bundle.RECURRENCE_KEYS`."""
+        return RECURRENCE_KEYS[self.config.kind]
 
     def __init__(self, bundle: Bundle, dtype: torch.dtype = torch.float64, device=None):
         super().__init__()
@@ -127,12 +132,11 @@ class Mixer(nn.Module):
             raise LinrnnError(f"state: expected a tensor of shape {shape} and dtype {dtype}, found {found}")
 
     def check_streaming(self, mode: str, state) -> None:
-        if self.config.bidirectional and (state is not None or mode == "step"):
-            raise LinrnnError("state: a bidirectional layer has no streaming state (its backward scan needs the "
-                              "whole sequence); pass state=None and a mode other than 'step'")
+        checks.check_streaming(self.config, mode, state is not None)
 
     def check_view(self, mode: str, length: int, state) -> None:
         """Refuse a view that does not compute this layer's definition (DLR with a truncated kernel)."""
+        checks.check_kernel_view(self.config, mode, length, state is not None)
 
     # -- the mode switch ----------------------------------------------------------------------
 
@@ -149,14 +153,14 @@ class Mixer(nn.Module):
         self.check_streaming(mode, state)
         self.check_view(mode, u.shape[1], state)
         m = self.materialise()
-        x0 = None if state is None else self.state_in(m, state, u.shape[0])
+        x0 = None if state is None else self.to_native(m, state, u.shape[0])
         if mode == "step":
             y, x = self.stepwise(m, u, x0)
         else:
             y, x = getattr(self, mode)(m, u, x0)
         if x is None or self.config.bidirectional:
             return y, None
-        return y, self.state_out(m, x)
+        return y, self.from_native(m, x)
 
     def stepwise(self, m, u: torch.Tensor, x0):
         """Mode 'step' on a whole sequence: `step_once` at every position (projections included)."""
@@ -178,16 +182,16 @@ class Mixer(nn.Module):
         self.check_streaming("step", state)
         self.check_view("step", 1, state)
         m = self.materialise()
-        x = self.zero_state(m, u_t.shape[0]) if state is None else self.state_in(m, state, u_t.shape[0])
+        x = self.zero_state(m, u_t.shape[0]) if state is None else self.to_native(m, state, u_t.shape[0])
         y_t, x = self.step_once(m, u_t, x)
-        return y_t, self.state_out(m, x)
+        return y_t, self.from_native(m, x)
 
     def extra_repr(self) -> str:
         return f"{self.config}, dtype={self.dtype}"
 
 
 def recurrence_parameters(module: nn.Module) -> list[nn.Parameter]:
-    """The recurrence parameters (M, theta, gamma_log, nu_log, theta_log, a) of every mixer inside `module`."""
+    """The recurrence parameters (`linrnn.impls.bundle.RECURRENCE_KEYS`) of every mixer inside `module`."""
     return [getattr(m, key) for m in module.modules() if isinstance(m, Mixer) for key in m.recurrence_keys]
 
 

@@ -56,15 +56,14 @@ class LRU(diagonal.DiagonalMixer):
     """One LRU layer (unidirectional or bidirectional); parameters named as the bundle keys."""
 
     config_type = LRUConfig
-    recurrence_keys = ("nu_log", "theta_log", "gamma_log")
 
     materialise = materialise
 
-    def state_in(self, f: DiagonalForm, state: torch.Tensor, batch: int) -> torch.Tensor:
+    def to_native(self, f: DiagonalForm, state: torch.Tensor, batch: int) -> torch.Tensor:
         """x (B N) complex -> pairs (B N 2)."""
         self.check_state(state, (batch, self.config.d_state), complex_dtype(self.dtype))
         return torch.view_as_real(state.resolve_conj())
 
-    def state_out(self, f: DiagonalForm, x: torch.Tensor) -> torch.Tensor:
+    def from_native(self, f: DiagonalForm, x: torch.Tensor) -> torch.Tensor:
         """pairs (B N 2) -> x (B N) complex."""
         return torch.view_as_complex(x.contiguous())

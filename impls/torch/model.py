@@ -9,7 +9,7 @@
 
 Evaluation mode (`model.eval()`) computes exactly the reference's `model.forward`. Training mode:
 BatchNorm normalises with the statistics of the batch (all B x L positions, padding included) and
-updates the stored ones (PyTorch's rule: momentum 0.1, unbiased variance); dropout draws one mask
+updates the stored ones (PyTorch's rule with `config.BATCHNORM_MOMENTUM`, unbiased variance); dropout draws one mask
 per sequence and feature and uses it at every time step. GELU is the exact erf form.
 
 Module names follow the bundle's dotted keys (`encoder.weight`, `layers.0.norm.scale`,
@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from linrnn.impls.bundle import Bundle, sub_params
-from linrnn.impls.config import ModelConfig
+from linrnn.impls.config import BATCHNORM_MOMENTUM, ModelConfig
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.torch.dlr import DLR
 from linrnn.impls.torch.layer import MODES, check_mode, export_bundle, load_bundle, torch_dtype
@@ -37,7 +37,7 @@ MIXERS = {"rotrnn": RotRNN, "lru": LRU, "dlr": DLR}
 class Norm(nn.Module):
     """LayerNorm (over H) or BatchNorm (per feature, over B x L), with parameters `scale`, `bias`."""
 
-    momentum = 0.1   # BatchNorm's update of the stored statistics in training mode (PyTorch's default)
+    momentum = BATCHNORM_MOMENTUM   # BatchNorm's update of the stored statistics in training mode
 
     def __init__(self, kind: str, H: int, eps: float, dtype: torch.dtype, device=None):
         super().__init__()

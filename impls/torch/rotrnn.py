@@ -90,17 +90,16 @@ class RotRNN(diagonal.DiagonalMixer):
     """One RotRNN layer (unidirectional or bidirectional); parameters named as the bundle keys."""
 
     config_type = RotRNNConfig
-    recurrence_keys = ("M", "theta", "gamma_log")
 
     materialise = materialise
 
-    def state_in(self, f: DiagonalForm, state: torch.Tensor, batch: int) -> torch.Tensor:
+    def to_native(self, f: DiagonalForm, state: torch.Tensor, batch: int) -> torch.Tensor:
         """x (B heads N) real, original basis -> z = P^T x as pairs (B heads*N/2 2)."""
         cfg = self.config
         self.check_state(state, (batch, cfg.heads, cfg.d_state), self.dtype)
         return torch.einsum("hmn,bhm->bhn", f.basis, state).reshape(batch, f.lanes, 2)
 
-    def state_out(self, f: DiagonalForm, z: torch.Tensor) -> torch.Tensor:
+    def from_native(self, f: DiagonalForm, z: torch.Tensor) -> torch.Tensor:
         """z pairs (B heads*N/2 2) -> x = P z (B heads N) real, original basis."""
         cfg = self.config
         return torch.einsum("hmn,bhn->bhm", f.basis, z.reshape(z.shape[0], cfg.heads, cfg.d_state))

@@ -20,23 +20,16 @@ Two algorithms with one signature `(log_lambda, v, x0) -> states`:
       3. one fix-up,  x_{cT+t} += lambda^(t+1) S_c,  with lambda^k = exp(k log lambda).
   T + nc Python-level steps instead of L, each on nc times more lanes.
 
-Why `scan` uses `chunked` (this project's 2-core CPU shared with other jobs, torch 2.13, float32, B=8,
-L=4096, one thread, medians of interleaved runs; `python -m linrnn.impls.torch.bench 1` reruns them):
-
-    scan alone, n lanes                      n = 64     n = 128
-    plain loop, complex addcmul (1 op/step)  20.8 ms    40.0 ms
-    plain loop, real 2x2 pairs (`sequential`) 49.5 ms   80.4 ms
-    chunked, T = 64                          10.7 ms    32.8 ms
-    whole layer (H = 128): RotRNN 16x8 sequential 99 ms, scan 51 ms; LRU N=128 sequential 127 ms, scan 77 ms
-
-The loop pays PyTorch's per-op overhead at each of the L steps; the chunked scan pays it T + nc times
-on ops nc times wider, plus one extra pass over the states (the fix-up). T between 32 and 256 was
-within noise; T = 2^round(log2(sqrt(L))) minimises T + L/T. On 2 cores every log-depth tree scan lost
-even to the plain loop (docs/speed.md), so none is offered. With two threads on a machine
-shared with other jobs, the wide ops of the chunked scan (and any op above PyTorch's parallel grain)
-sometimes stalled for 10x their time in OpenMP; the loop's small ops run on one thread and did not.
-On CUDA the same algorithm launches T + nc kernels of B nc n lanes each; no GPU was available to
-measure it, and the same rule is used there.
+Why `scan` uses `chunked`: the plain loop pays PyTorch's per-op overhead at each of the L steps on
+ops only n lanes wide, while the chunked scan pays it T + nc times on ops nc times wider, plus one
+extra pass over the states (the fix-up), so on a CPU it wins whenever the per-op overhead dominates
+the arithmetic of one step. T = 2^round(log2(sqrt(L))) minimises those T + L/T steps (the measured
+optimum is flat around it). A log-depth tree scan does more arithmetic and, on a few cores, lost even
+to the plain loop, so none is offered. On CUDA the same algorithm launches T + nc kernels of B nc n
+lanes each; the same rule is used there, unmeasured. The loop stays as `sequential`: the naive path,
+the one the chunked scan must equal. The timings behind this choice are in docs/speed.md (measured
+once on this project's machine); `pytest --benchmark -k torch_scan_alone` (tests/bench/test_bench_torch.py,
+via `linrnn.impls.torch.bench.scan_timings`) reproduces them into the benchmark JSON.
 
 Precision: step 2 multiplies carries by lambda^T = exp(T log lambda) and step 3 by exp(k log lambda),
 each accurate to a few ulps, so the error grows with min(L, 1/(1 - |lambda|)) as the loop's does

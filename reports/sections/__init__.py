@@ -6,7 +6,13 @@ A section is a module with:
     TITLE      heading on the page
     TEMPLATE   its Jinja2 partial in reports/templates/
     compute(quick: bool, progress) -> (data: dict, config: dict)
-        `progress(done, total, what)` reports how far it is; `quick` picks the smaller sizes.
+        runs the section's experiment (in `linrnn.experiments`, or the cross-check engine in
+        `linrnn.impls.crosscheck`) and adds the descriptions of its figures (`data["plots"]`, plain data
+        that `linrnn.reports.plots` draws when the page renders); `progress(done, total, what)` reports
+        how far it is; `quick` picks the smaller sizes.
+
+No section decides a claim's verdict: the ledger (`linrnn.reports.ledger`) settles every claim from
+the saved measurements when the page renders.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The cross-check matrix: reference, torch and jax on the same bundles (`linrnn crosscheck`'s selection)."""
+"""The cross-check matrix: reference, torch and jax on the same bundles (`linrnn crosscheck`'s selection).
+
+The engine is `linrnn.impls.crosscheck`; this module picks the report's selection and names the template.
+"""
 
 from __future__ import annotations
 

@@ -1,75 +1,40 @@
-"""Scan speed: every mixer x backend x mode, forward time against L on log-log axes.
+"""Scan speed: every mixer x backend x mode, forward time against L on log-log axes (claim D9).
 
-Uses the same harnesses as `pytest --benchmark` (`linrnn.impls.torch.bench`, `linrnn.impls.jax.bench`):
-one layer, float32, compiled and warmed up before timing, the median of a few calls. The float64
-reference is an oracle, not a contender, and is not timed here. `step` mode runs the sequence one
-position at a time: its time per position (last column) should not grow with L (claim D9).
+The experiment is `linrnn.experiments.speed.run`; this module adds the figure's description (plain
+data, drawn when the page renders) and names the template.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from linrnn.experiments.speed import BACKENDS, KINDS, MODES, run
+from linrnn.reports import plots
 
 NAME = "speed"
 TITLE = "Scan speed: forward time against sequence length"
 TEMPLATE = "speed.html.j2"
 
-SIZES = {"B": 4, "H": 64, "N": 64, "heads": 8, "dtype": "float32"}
-LENGTHS = (256, 1024, 4096, 16384)
-QUICK_LENGTHS = (256, 1024)
-BUDGET_MS = 1500.0  # a call slower than this is not timed at the next, 4x longer, L (shown as "-")
-KINDS = ("rotrnn", "lru", "dlr")
-MODES = ("sequential", "scan", "conv", "step")
-
-
-def _timer(backend: str, kind: str, mode: str, L: int):
-    """A zero-argument synchronised forward call at the section's sizes, and the device it runs on."""
-    if backend == "torch":
-        from linrnn.impls.torch.bench import make_forward
-        forward, info = make_forward(kind, mode, L=L, **SIZES)
-        return forward, info["device"]
-    import jax
-    from linrnn.impls.jax.bench import make_forward
-    run = make_forward(kind, mode, L=L, **SIZES)
-    return (lambda: run().block_until_ready()), str(jax.devices()[0])
+LINES = {"torch": "-", "jax": "--"}
+MARKERS = dict(zip(MODES, "osD^"))
+COLOURS = dict(zip(MODES, ("C0", "C1", "C2", "C3")))
 
 
 def compute(quick: bool, progress) -> tuple[dict, dict]:
-    from linrnn.impls.bench import median_ms
-
-    lengths = QUICK_LENGTHS if quick else LENGTHS
-    cases = [(b, k, m, L) for b in ("torch", "jax") for k in KINDS for m in MODES for L in lengths]
-    rows, devices, too_slow = [], {}, set()
-    for i, (backend, kind, mode, L) in enumerate(cases):
-        progress(i, len(cases), f"{backend} {kind} {mode} L={L}")
-        if (backend, kind, mode) in too_slow:   # a step loop in Python: 4x longer again would blow the budget
-            rows.append({"backend": backend, "mixer": kind, "mode": mode, "L": L, "ms": None, "us_per_position": None})
-            continue
-        forward, devices[backend] = _timer(backend, kind, mode, L)
-        ms = median_ms(forward, repeats=3, warmup=1)
-        if ms > BUDGET_MS:
-            too_slow.add((backend, kind, mode))
-        rows.append({"backend": backend, "mixer": kind, "mode": mode, "L": L, "ms": ms, "us_per_position": 1e3 * ms / L})
-    progress(len(cases), len(cases), "done")
-    return ({"rows": rows, "plot": plot(rows, lengths)},
-            {**SIZES, "lengths": list(lengths), "devices": devices, "budget_ms": BUDGET_MS})
+    data, config = run(quick, progress)
+    data["plots"] = {"time": figure(data["rows"], config["lengths"])}
+    return data, config
 
 
-def plot(rows: list[dict], lengths) -> str:
-    from linrnn.reports.plots import figure, to_svg
-
-    fig, axes = figure(width=9.0, height=3.2, ncols=len(KINDS))
-    styles = {"torch": "-", "jax": "--"}
-    markers = dict(zip(MODES, "osD^"))
-    for ax, kind in zip(axes, KINDS):
-        for backend in ("torch", "jax"):
+def figure(rows: list[dict], lengths) -> dict:
+    panels = []
+    for kind in KINDS:
+        items = []
+        for backend in BACKENDS:
             for mode in MODES:
                 pts = sorted((r["L"], r["ms"]) for r in rows if r["mixer"] == kind and r["backend"] == backend
                              and r["mode"] == mode and r["ms"] is not None)
                 if pts:
-                    ax.plot(*np.array(pts).T, styles[backend], marker=markers[mode], ms=3, label=f"{backend} {mode}")
-        ax.set(xscale="log", yscale="log", title=kind, xlabel="L", xticks=list(lengths))
-        ax.set_xticklabels([str(L) for L in lengths])
-    axes[0].set_ylabel("forward time (ms)")
-    axes[-1].legend(fontsize=6, ncol=2)
-    return to_svg(fig, "forward time against L, per mixer, backend and mode (log-log)")
+                    items.append(plots.series(f"{backend} {mode}", [p[0] for p in pts], [p[1] for p in pts],
+                                              COLOURS[mode], line=LINES[backend], marker=MARKERS[mode]))
+        panels.append(plots.panel(kind, "L", "forward time (ms)", items, xscale="log", yscale="log",
+                                  xticks=lengths, legend=kind == KINDS[-1]))
+    return plots.figure("forward time against L, per mixer, backend and mode (log-log)", panels, 9.0, 3.2)

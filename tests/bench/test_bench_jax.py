@@ -7,7 +7,7 @@ ends with `block_until_ready`. Never asserts on times.
 
 import pytest
 
-from linrnn.impls.jax.bench import KINDS, extra_info, make_forward
+from linrnn.impls.jax.bench import KINDS, make_forward, scan_alone
 from linrnn.impls.jax.layer import MODES
 
 SIZES = dict(B=8, L=4096, H=128, N=128, heads=16, dtype="float32")
@@ -17,6 +17,16 @@ SIZES = dict(B=8, L=4096, H=128, N=128, heads=16, dtype="float32")
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("kind", KINDS)
 def test_layer_forward_speed(benchmark, kind, mode):
-    run = make_forward(kind, mode, **SIZES)
-    benchmark.extra_info.update(extra_info(kind, mode, **SIZES))
-    benchmark.pedantic(lambda: run().block_until_ready(), rounds=5, iterations=1, warmup_rounds=1)
+    forward, info = make_forward(kind, mode, **SIZES)
+    benchmark.extra_info.update(info)
+    benchmark.pedantic(forward, rounds=5, iterations=1, warmup_rounds=1)
+
+
+@pytest.mark.bench
+@pytest.mark.parametrize("route", ["sequential", "scan", "conv"])
+def test_jax_scan_alone_speed(benchmark, route):
+    """The recurrence alone (no projections): the numbers behind impls/jax/scan.py's choice (docs/speed.md)."""
+    forward = scan_alone(route, B=8, L=4096, n=128, dtype="float32")
+    benchmark.extra_info.update({"backend": "jax", "what": "scan alone, time-major", "route": route, "B": 8,
+                                 "L": 4096, "n": 128, "dtype": "float32"})
+    benchmark.pedantic(forward, rounds=5, iterations=1, warmup_rounds=1)

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from linrnn.impls.torch import MODES
-from linrnn.impls.torch.bench import make_forward
+from linrnn.impls.torch.bench import dlr_chunk_forward, make_forward, scan_candidates
 
 B, L, H, N, HEADS = 8, 4096, 128, 128, 16
 SECONDS_PER_TEST = 4.0
@@ -30,3 +30,35 @@ def test_torch_forward(benchmark, kind, mode):
     benchmark.extra_info.update(info)
     y = benchmark.pedantic(forward, rounds=rounds, iterations=1)
     assert y.shape == (B, L, H) and bool(torch.isfinite(y).all())
+
+
+def _timed(benchmark, forward, info):
+    """Warm up once untimed, pick the rounds from that call's time, time `forward` (never asserting on times)."""
+    start = time.perf_counter()
+    forward()
+    once = time.perf_counter() - start
+    benchmark.extra_info.update(info)
+    return benchmark.pedantic(forward, rounds=max(3, min(20, round(SECONDS_PER_TEST / max(once, 1e-3)))),
+                              iterations=1)
+
+
+@pytest.mark.bench
+@pytest.mark.parametrize("n", [64, 128])
+@pytest.mark.parametrize("candidate", ["complex loop", "sequential (2x2 pairs)", "chunked T=16", "chunked T=32",
+                                       "chunked T=64", "chunked T=128", "chunked T=256"])
+def test_torch_scan_alone(benchmark, candidate, n):
+    """The recurrence alone (n lanes, no projections): the numbers behind impls/torch/scan.py's choice."""
+    forward = scan_candidates(B, L, n, dtype="float32")[candidate]
+    y = _timed(benchmark, forward, {"backend": "torch", "what": "scan alone", "candidate": candidate, "B": B,
+                                    "L": L, "n": n, "dtype": "float32", "threads": torch.get_num_threads()})
+    assert y.shape[:2] == (B, L)
+
+
+@pytest.mark.bench
+@pytest.mark.parametrize("chunk", [32, 64, 128, 256, 512, None], ids=lambda T: f"T{T}" if T else "conv")
+def test_torch_dlr_chunk(benchmark, chunk):
+    """DLR's kernel-form chunked scan against its chunk length T (None: conv): behind `dlr.chunk_length`."""
+    forward = dlr_chunk_forward(chunk, B, L, H, N, dtype="float32")
+    y = _timed(benchmark, forward, {"backend": "torch", "what": "dlr chunk sweep", "chunk": chunk, "B": B, "L": L,
+                                    "H": H, "N": N, "dtype": "float32", "threads": torch.get_num_threads()})
+    assert y.shape == (B, L, H)

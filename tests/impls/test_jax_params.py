@@ -11,7 +11,7 @@ from linrnn.impls.config import DLRConfig, LRUConfig, ModelConfig, RotRNNConfig
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import from_bundle, recurrence_mask, to_bundle
-from linrnn.impls.jax.params import RECURRENCE_KEYS
+from linrnn.impls.bundle import RECURRENCE_KEYS
 
 CONFIGS = [
     RotRNNConfig(d_model=3, d_state=4, heads=2, bidirectional=True),
@@ -61,10 +61,11 @@ def test_recurrence_mask_marks_exactly_the_recurrence_parameters(cfg):
     params = from_bundle(init(cfg, 0))
     mask = recurrence_mask(params)
     assert set(mask) == set(params)
+    mixer_kind = cfg.mixer.kind if cfg.kind == "model" else cfg.kind
     for key, marked in mask.items():
         name = key.rsplit(".", 1)[-1]
         in_mixer = "." not in key or ".mixer." in key
-        assert marked == (in_mixer and name in RECURRENCE_KEYS), key
+        assert marked == (in_mixer and name in RECURRENCE_KEYS[mixer_kind]), key
     assert any(mask.values())
 
 

@@ -31,7 +31,11 @@ def d2():
 def test_d3_every_part_holds():
     d3 = derive_d3(quick=True)
     assert d3.claim == "D3" and d3.verdict == "proved"
-    assert [f.verdict for f in d3.findings] == ["proved", "proved", "verified"]
+    assert [f.verdict for f in d3.findings] == ["proved", "proved", "proved", "verified"]
+    # N = 2, 3, 4 alone would only verify D3: the symbolic-N geometric sum is what proves it.
+    assert [f.general for f in d3.findings] == [False, True, True, False]
+    assert "proved for all N >= 1, any real K (symbolic)" in d3.scope
+    assert "EmptySet" in [s.text for s in d3.steps]  # no root of unity omega^d = 1 with 0 < |d| < N
     assert d3.witness["worst_error_over_tolerance"] <= 1.0
 
 

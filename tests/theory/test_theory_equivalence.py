@@ -17,7 +17,9 @@ from linrnn.theory.rotation import rotation_from_skew
 def test_r5_every_part_holds():
     r5 = derive_r5(quick=True)
     assert r5.claim == "R5" and r5.verdict == "proved"
-    assert [f.verdict for f in r5.findings] == ["proved", "proved", "verified"]
+    assert [f.verdict for f in r5.findings] == ["proved", "proved", "proved", "verified"]
+    assert [f.general for f in r5.findings] == [True, True, True, False]
+    assert len(r5.parts) == 2 and all("proved for" in r5.part_scope(p) for p in r5.parts)
     T, N = r5.witness["T"], r5.witness["N"]
     assert r5.witness["max_output_difference"] <= tolerance("recurrence_equality", "float64", T * N * 10)
 

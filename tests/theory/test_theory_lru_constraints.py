@@ -28,6 +28,7 @@ def test_r9_every_part_holds():
     r9 = derive_r9(quick=True)
     assert r9.claim == "R9" and r9.verdict == "proved"
     assert [f.verdict for f in r9.findings] == ["proved", "proved", "proved", "verified", "verified"]
+    assert [f.general for f in r9.findings] == [True, True, True, False, False] and len(r9.parts) == 3
     assert r9.witness["pairing_distance_init"] > 0.01
     assert r9.witness["conjugate_completion_pairing_distance"] <= tolerance("conjugate_pairing", "float64", 2 * 16)
 

@@ -7,6 +7,7 @@ import sympy as sp
 from linrnn.theory.normalisation import (
     derive_r3,
     expect_white,
+    expect_white_matrix,
     expected_sq_norm_recursion,
     lru_expected_sq_norm,
     monte_carlo_rotrnn_norm,
@@ -37,6 +38,29 @@ def test_r3_fails_exactly_on_the_zero_start(r3):
     assert any("if and only if E||x_0||^2 = 1" in s for s in holding)
     assert any("1/||B||_F" in s for s in holding)
     assert r3.witness["mc_worst_z"] <= r3.witness["mc_z_critical"]
+    assert failing[0].general and failing[0].covers == r3.parts[1]
+
+
+def test_r3_conclusion_is_generated_from_the_derivation(r3):
+    c = r3.conclusion
+    assert "gamma**(2*t)*(m_0 - 1) + 1" in c  # the rsolve closed form, printed by SymPy
+    assert "m_0 in [1]" in c and "1 - gamma**(2*t)" in c and "the recursion derived for every N and H" in c
+    assert "E||x_1||^2 = 1 and E||x_(t+1)||^2 = 1" in c  # the 1/||B||_F first-input variant
+    assert "fails there" in c and "same profile" in c
+
+
+def test_expect_white_matrix_for_any_size():
+    n, h = sp.symbols("N H", integer=True, positive=True)
+    g, xi = sp.symbols("gamma xi", positive=True)
+    R, B = sp.MatrixSymbol("R", n, n), sp.MatrixSymbol("B", n, h)
+    x, u = sp.MatrixSymbol("x", n, 1), sp.MatrixSymbol("u", h, 1)
+    state, inputs = expect_white_matrix((g * R * x + xi * B * u).T * (g * R * x + xi * B * u), u)
+    assert state == g**2 * x.T * x and sp.expand(inputs - xi**2 * sp.Trace(B.T * B)) == 0
+    # Not orthogonal-reducible: R R^T stays (only R^T R = I is used).
+    kept, _ = expect_white_matrix((R.T * x).T * (R.T * x), u)
+    assert kept == x.T * R * R.T * x
+    with pytest.raises(ValueError, match="unsupported"):
+        expect_white_matrix(u.T * x * x.T * u * (x.T * x), u)
 
 
 def test_r3_witness_agrees_with_the_scalar_recursion(r3):

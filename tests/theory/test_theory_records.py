@@ -21,8 +21,13 @@ from linrnn.theory.records import (
 
 
 def _result(*verdicts, witness=None):
-    findings = tuple(Finding(f"part {i}", v, f"cond {i}", "sympy") for i, v in enumerate(verdicts))
+    findings = tuple(Finding(f"part {i}", v, f"cond {i}", "sympy", "all n (symbolic)", general=True, covers="the claim")
+                     for i, v in enumerate(verdicts))
     return ClaimResult("X1", "title", ("a",), (Step.of("s", sp.Symbol("x") + 1),), findings, witness or {"w": 1})
+
+
+def _claim(*findings):
+    return ClaimResult("X1", "title", ("a",), (Step.of("s", sp.Symbol("x") + 1),), findings, {"w": 1})
 
 
 def test_verdict_aggregation():
@@ -36,17 +41,64 @@ def test_verdict_aggregation():
     assert _result("proved").condition == ""
 
 
+def test_small_case_symbolic_findings_cannot_prove_a_claim():
+    small = _claim(symbolic_finding("n = 2", True, scope="n = 2 (symbolic)", covers="P", fails_when="x"),
+                   symbolic_finding("n = 3", True, scope="n = 3 (symbolic)", covers="P", fails_when="x"),
+                   numeric_finding("random", True, scope="n <= 64 (numeric)", covers="P", fails_when="x"))
+    assert small.verdict == "verified" and not small.partly
+    assert small.scope == "P: holds on n = 2 (symbolic) + n = 3 (symbolic) + n <= 64 (numeric)"
+    assert "not derived in general" in small.conclusion
+    # A general symbolic proof of a lemma that is not the claim does not prove it either.
+    lemma = _claim(symbolic_finding("lemma", True, scope="all n (symbolic)", general=True, fails_when="x"),
+                   numeric_finding("random", True, scope="n <= 64 (numeric)", covers="P", fails_when="x"))
+    assert lemma.verdict == "verified"
+
+
+def test_a_general_symbolic_finding_proves_its_part_and_every_part_is_needed():
+    general = symbolic_finding("all n", True, scope="all n (symbolic)", general=True, covers="P", fails_when="x")
+    small = symbolic_finding("n = 2", True, scope="n = 2 (symbolic)", covers="P", fails_when="x")
+    proved = _claim(small, general)
+    assert proved.verdict == "proved" and proved.scope == "P: proved for all n (symbolic)"
+    assert proved.conclusion.startswith("X1 is proved in general")
+    timed = numeric_finding("cheap", True, scope="N <= 128 (timing)", covers="Q", fails_when="x", evidence="timing")
+    two_parts = _claim(general, timed)
+    assert two_parts.parts == ("P", "Q") and two_parts.verdict == "verified"
+    assert two_parts.scope == "P: proved for all n (symbolic); Q: holds on N <= 128 (timing)"
+
+
+def test_a_failing_finding_makes_the_claim_fail_whatever_else_is_proved():
+    general = symbolic_finding("all n", True, scope="all n (symbolic)", general=True, covers="P", fails_when="x")
+    failing = numeric_finding("cheap", False, scope="N = 8 (timing)", covers="Q", fails_when="slower at N = 8",
+                              evidence="timing")
+    result = _claim(general, failing)
+    assert result.verdict == "fails" and result.partly and result.condition == "slower at N = 8"
+    assert result.scope == "P: proved for all n (symbolic); Q: fails on N = 8 (timing)"
+    assert "slower at N = 8" in result.conclusion
+
+
+def test_findings_need_a_scope_general_needs_sympy_and_a_claim_needs_a_covered_part():
+    with pytest.raises(ValueError, match="scope"):
+        Finding("s", "proved", "", "sympy", " ")
+    with pytest.raises(ValueError, match="only a symbolic derivation"):
+        Finding("s", "verified", "", "numeric", "n <= 64", general=True)
+    with pytest.raises(ValueError, match="evidence"):
+        Finding("s", "verified", "", "hunch", "n <= 64")
+    with pytest.raises(ValueError, match="covers"):
+        _claim(symbolic_finding("lemma", True, scope="all n (symbolic)", general=True, fails_when="x"))
+
+
 def test_finding_rejects_unknown_verdict():
     with pytest.raises(ValueError, match="verdict"):
-        Finding("s", "contradicted", "", "sympy")
+        Finding("s", "contradicted", "", "sympy", "all n (symbolic)")
 
 
 def test_findings_follow_the_computed_boolean():
-    assert symbolic_finding("s", True, fails_when="x").verdict == "proved"
-    failed = symbolic_finding("s", False, fails_when="when x < 0")
+    assert symbolic_finding("s", True, scope="n = 2", fails_when="x").verdict == "proved"
+    failed = symbolic_finding("s", False, scope="n = 2", fails_when="when x < 0")
     assert failed.verdict == "fails" and failed.condition == "when x < 0"
-    assert numeric_finding("s", True, fails_when="x").verdict == "verified"
-    assert numeric_finding("s", False, fails_when="x").verdict == "fails"
+    assert numeric_finding("s", True, scope="n = 2", fails_when="x").verdict == "verified"
+    assert numeric_finding("s", False, scope="n = 2", fails_when="x").verdict == "fails"
+    assert not numeric_finding("s", True, scope="n = 2", fails_when="x").general
 
 
 def test_witness_must_be_finite_floats():
@@ -62,6 +114,9 @@ def test_to_dict_is_json_and_carries_latex_and_mathml():
     r = _result("proved", "fails")
     data = json.loads(json.dumps(r.to_dict(), allow_nan=False))
     assert data["verdict"] == "fails" and data["partly"] is True
+    assert data["scope"] == r.scope and data["conclusion"] == r.conclusion and data["parts"] == ["the claim"]
+    assert {"statement", "verdict", "condition", "evidence", "scope", "general", "covers"} == set(data["findings"][0])
+    assert data["findings"][0]["scope"] == "all n (symbolic)" and data["findings"][0]["general"] is True
     step = data["steps"][0]
     assert step["latex"] == "x + 1"
     assert step["mathml"].startswith('<math xmlns="http://www.w3.org/1998/Math/MathML"')

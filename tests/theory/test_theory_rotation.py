@@ -10,8 +10,10 @@ from linrnn.theory.rotation import (
     block_rotation,
     derive_r1,
     derive_r2,
+    random_rotation,
     rotation_blocks,
     rotation_from_skew,
+    time_powers,
 )
 
 
@@ -28,6 +30,12 @@ def r2():
 def test_r1_every_part_holds(r1):
     assert r1.claim == "R1" and r1.verdict == "proved"
     assert [f.verdict for f in r1.findings] == ["proved", "proved", "proved", "verified"]
+    # Only the symbolic-n derivation is general; n = 2, 3 and the numeric check are cases.
+    assert [f.general for f in r1.findings] == [True, False, False, False]
+    assert r1.scope.endswith("proved for all n, all real M (symbolic; series handled termwise)")
+    texts = [s.text for s in r1.steps]
+    assert "Eq(Sum((-1)**i/(factorial(i)*factorial(N - i)), (i, 0, N)), 0)" in texts  # exp(-S) exp(S) = I
+    assert "Eq(d, 1)" in texts  # det exp(S) = 1
     assert r1.witness["largest_n"] == 64
     assert r1.witness["worst_error_over_tolerance"] <= 1.0
     assert r1.witness["matrices_checked"] == 7 * 2  # quick: two matrices per size
@@ -48,11 +56,44 @@ def test_r1_witness_matches_an_independent_check():
     assert np.abs(not_rotation.T @ not_rotation - np.eye(4)).max() > 1e6 * tolerance("expm_orthogonality", "float64", 4)
 
 
-def test_r2_every_part_holds(r2):
-    assert r2.claim == "R2" and r2.verdict == "proved"
-    assert [f.verdict for f in r2.findings] == ["proved", "proved", "verified"]
+def test_r2_equality_and_operation_count_are_proved_in_general_and_the_timing_supports(r2):
+    assert r2.claim == "R2"
+    equality = [f for f in r2.findings if f.covers.startswith("A^k =")]
+    assert [f.verdict for f in equality] == ["proved", "proved", "verified"]
+    assert [f.general for f in equality] == [True, True, False]
     assert r2.witness["min_det_P"] == pytest.approx(1.0)
     assert r2.witness["worst_error_over_tolerance"] <= 1.0
+    # "Cheaply" is an operation count, symbolic in N and k: one dense product against >= 2 for k >= 4.
+    (cheap,) = [f for f in r2.findings if f.covers.startswith("A^k cheaply")]
+    assert cheap.evidence == "sympy" and cheap.general and cheap.verdict == "proved"
+    assert "N**2*(N - 2)" in cheap.condition
+    # The timing supports it (covers no part) and is judged at the largest measured N only.
+    (timing,) = [f for f in r2.findings if f.evidence == "timing"]
+    assert timing.covers == ""
+    ratios = {k: v for k, v in r2.witness.items() if k.startswith("ratio_matrix_power_over_block_")}
+    assert len(ratios) == 2 * 3  # quick: N in (8, 128), k in (16, 1024, 2^20)
+    assert all(r2.witness[k.replace("ratio_matrix_power_over_block_", "time_block_")] > 0 for k in ratios)
+    slower_at_largest = any(v < 1.0 for k, v in ratios.items() if k.startswith("ratio_matrix_power_over_block_N128_"))
+    assert timing.verdict == ("fails" if slower_at_largest else "verified")
+    assert r2.verdict == ("fails" if slower_at_largest else "proved")
+
+
+def test_time_powers_records_positive_times_and_ratios():
+    timing = time_powers((8,), (2, 2**20), seed=0, budget_s=0.001, rounds=2)
+    for key in ("N8_k2", "N8_k1048576"):
+        assert timing[f"time_block_{key}"] > 0 and timing[f"time_matrix_power_{key}"] > 0
+        assert timing[f"ratio_matrix_power_over_block_{key}"] == pytest.approx(
+            timing[f"time_matrix_power_{key}"] / timing[f"time_block_{key}"])
+    assert "time_repeated_N8_k2" in timing and "time_repeated_N8_k1048576" not in timing  # k N^3 > 2^26
+
+
+@pytest.mark.parametrize("k", [0, 1, 7, 2**20])
+def test_block_power_equals_the_dense_block_product(k):
+    rng = np.random.default_rng(k)
+    P, theta = random_rotation(6, rng), rng.uniform(-np.pi, np.pi, 3)
+    dense = 0.9**k * P @ block_rotation(k * theta) @ P.T
+    assert np.abs(block_power(P, theta, 0.9, k) - dense).max() <= tolerance("matrix_power", "float64", 6)
+    assert np.abs(block_power(P, theta, 1.0, k) - P @ block_rotation(k * theta + 0.1) @ P.T).max() > 1e-3
 
 
 def test_block_rotation_uses_interleaved_pairs():
