@@ -18,6 +18,7 @@ AREAS = (
     "linrnn.impls.cli",
     "linrnn.theory.cli",
     "linrnn.tasks.cli",
+    "linrnn.tasks.data.cli",
     "linrnn.impls.crosscheck",
     "linrnn.reports.cli",
 )

@@ -18,7 +18,7 @@ import dataclasses
 import numpy as np
 
 from linrnn.impls.errors import LinrnnError
-from linrnn.tasks.synthetic import DTYPES, TASKS, make_task
+from linrnn.tasks.synthetic import ALL_TASKS, DTYPES, TASKS, make_task
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -39,7 +39,7 @@ def register_sample(commands: argparse._SubParsersAction) -> None:
         help="write one batch of a synthetic task to an .npz file",
         description="Write batch 0 of the seeded stream of a synthetic task as inputs, targets, mask.",
     )
-    parser.add_argument("--task", required=True, help=f"one of: {', '.join(TASKS)}")
+    parser.add_argument("--task", required=True, help=f"one of: {', '.join(ALL_TASKS)}")
     parser.add_argument("--length", required=True, help="the task's L (docs/tasks.md), e.g. 512 or 4096")
     parser.add_argument("--batch", default="16", help="batch size B (default 16)")
     parser.add_argument("--seed", default="0", help="stream seed, a non-negative integer (default 0)")

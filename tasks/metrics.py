@@ -45,5 +45,14 @@ def macro_f1(logits: np.ndarray, labels: np.ndarray, ignore_index: int = -100) -
     return float(np.mean(scores)) if scores else float("nan")
 
 
+def balanced_accuracy(logits: np.ndarray, labels: np.ndarray, ignore_index: int = -100) -> float:
+    """Mean per-class recall over the classes present in `labels` (sklearn's balanced_accuracy_score,
+    DLR's `accuracy_balanced`); logits (... C), labels (...)."""
+    keep = labels != ignore_index
+    pred, true = np.argmax(logits, -1)[keep], labels[keep]
+    recalls = [float(np.mean(pred[true == c] == c)) for c in np.unique(true)]
+    return float(np.mean(recalls)) if recalls else float("nan")
+
+
 def regression_metrics(pred, target, mask) -> dict[str, float]:
     return {"mse": mse(pred, target, mask), "r2": r2(pred, target, mask)}

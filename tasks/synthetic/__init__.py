@@ -1,4 +1,5 @@
-"""The DLR paper's eleven atomic synthetic tasks: seeded, vectorised NumPy generators.
+"""The DLR paper's synthetic tasks: eleven atomic ones (seeded, vectorised NumPy generators) in
+`TASKS`, and ListOpsSubTrees and PathfinderSegmentation in `HIGHER_ORDER_TASKS` (`ALL_TASKS`: all 13).
 
 `make_task(name, length, seed, batch_size, dtype)` validates its arguments and returns a
 `SyntheticTask`, an endless stream whose batch k depends only on (seed, k). `TASKS` lists the tasks
@@ -6,7 +7,10 @@ with their shapes; `registry.py` documents how a model's output is read (its las
 """
 
 from linrnn.tasks.synthetic.registry import (
+    ALL_TASKS,
     DTYPES,
+    HIGHER_ORDER_TASKS,
+    IGNORE_INDEX,
     TASKS,
     Batch,
     SyntheticTask,
@@ -19,7 +23,10 @@ from linrnn.tasks.synthetic.registry import (
 )
 
 __all__ = [
+    "ALL_TASKS",
     "DTYPES",
+    "HIGHER_ORDER_TASKS",
+    "IGNORE_INDEX",
     "TASKS",
     "Batch",
     "SyntheticTask",

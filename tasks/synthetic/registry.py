@@ -1,4 +1,9 @@
-"""The registry of DLR's eleven atomic synthetic tasks, and their seeded batch streams.
+"""The registry of DLR's thirteen synthetic tasks, and their seeded batch streams.
+
+`TASKS` holds the eleven atomic tasks (regression, what `linrnn train` and `tasks grid` train);
+`HIGHER_ORDER_TASKS` the two classification tasks ListOpsSubTrees and PathfinderSegmentation, drawn
+on the fly at reduced size (tasks/synthetic/higher_order.py; full-size files come from
+`linrnn data generate`); `ALL_TASKS` all thirteen, which `make_task` and `tasks sample` accept.
 
 A task is built from (name, length, seed, batch_size, dtype). Its batch k is a pure function of
 (seed, k): the generator of batch k is the k-th child of `SeedSequence(seed)`, so a training run
@@ -13,6 +18,8 @@ heads of Shift and ContextShift), so the mask is all True; it is there for tasks
 `length` means the task's L of docs/tasks.md; L_in, L_out, d_in and d_out follow from it:
 
     task                  L_in        L_out    d_in   d_out   minimum L
+    listops_subtrees      L           L        1      10      8    (token ids; d_out = classes)
+    pathfinder_segmentation L = R^2   L        1      3       L in {32^2, 64^2, 128^2, 256^2, 512^2}
     shift                 L           L        3      8       8
     cumsum, cummax        L           L        3      1       2
     reverse, sort         2L          L        3      1       2
@@ -43,9 +50,10 @@ class Batch:
     """One batch. The model's answer is its last L_out outputs (`last_outputs`).
 
     Fields:
-        inputs    float (B L_in d_in)
-        targets   float (B L_out d_out)
-        mask      bool  (B L_out)        True where an output is scored
+        inputs    float (B L_in d_in)        (classification with tokens: int64 ids, d_in = 1)
+        targets   float (B L_out d_out)      (classification: int64 (B L_out) class indices,
+                                              IGNORE_INDEX where unscored)
+        mask      bool  (B L_out)            True where an output is scored
     """
 
     inputs: np.ndarray
@@ -74,6 +82,9 @@ class TaskSpec:
     output_length: Callable[[int], int]  # L -> L_out
     min_length: int  # smallest valid L (DLR's asserts)
     sample: Sampler  # the generator, in float64
+    kind: str = "regression"  # "regression" (MSE, R^2) or "classification" (int targets, cross-entropy)
+    lengths: tuple[int, ...] | None = None  # the only valid L, where the task has a fixed set
+    metrics: tuple[str, ...] = ("mse", "r2")  # names in linrnn.tasks.metrics, computed on (logits, labels)
 
     def shape(self, length: int) -> TaskShape:
         return TaskShape(self.input_length(length), self.output_length(length), self.d_in, self.d_out)
@@ -113,6 +124,34 @@ TASKS: dict[str, TaskSpec] = {
 }
 
 
+IGNORE_INDEX = -100  # classification targets at unscored positions (DLR's ignore index)
+
+
+def _listops_subtrees(rng: np.random.Generator, length: int, batch_size: int):
+    from linrnn.tasks.synthetic import higher_order  # imported when drawn: it brings the data generators
+
+    return higher_order.listops_subtrees(rng, length, batch_size)
+
+
+def _pathfinder_segmentation(rng: np.random.Generator, length: int, batch_size: int):
+    from linrnn.tasks.synthetic import higher_order
+
+    return higher_order.pathfinder_segmentation(rng, length, batch_size)
+
+
+HIGHER_ORDER_TASKS: dict[str, TaskSpec] = {
+    spec.name: spec
+    for spec in (
+        TaskSpec("listops_subtrees", 1, 10, _same, _same, 8, _listops_subtrees, kind="classification",
+                 metrics=("accuracy",)),
+        TaskSpec("pathfinder_segmentation", 1, 3, _same, _same, 32 * 32, _pathfinder_segmentation,
+                 kind="classification", lengths=tuple(r * r for r in (32, 64, 128, 256, 512)),
+                 metrics=("macro_f1", "balanced_accuracy")),
+    )
+}
+ALL_TASKS: dict[str, TaskSpec] = TASKS | HIGHER_ORDER_TASKS
+
+
 def last_outputs(outputs, length_out: int):
     """The scored part of a model's output: its last L_out positions (DLR decoder mode `last`).
 
@@ -147,6 +186,9 @@ class SyntheticTask:
         index = _check_integer("index", index, minimum=0)
         rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(index,)))
         inputs, targets = self.spec.sample(rng, self.length, self.batch_size)
+        if self.spec.kind == "classification":  # int targets stay int; token ids stay int
+            inputs = inputs.astype(self.dtype, copy=False) if inputs.dtype.kind == "f" else inputs
+            return Batch(inputs, targets, targets != IGNORE_INDEX)
         mask = np.ones(targets.shape[:2], dtype=bool)  # (B L_out)
         return Batch(inputs.astype(self.dtype, copy=False), targets.astype(self.dtype, copy=False), mask)
 
@@ -174,9 +216,9 @@ def _check_integer(field: str, value, minimum: int, why: str = "") -> int:
 def task_spec(name: str) -> TaskSpec:
     """The registry entry for `name`, or a LinrnnError listing the valid names."""
     try:
-        return TASKS[name]
+        return ALL_TASKS[name]
     except (KeyError, TypeError):
-        raise LinrnnError(f"task: expected one of {', '.join(TASKS)}, found {name!r}") from None
+        raise LinrnnError(f"task: expected one of {', '.join(ALL_TASKS)}, found {name!r}") from None
 
 
 def resolve_dtype(dtype) -> np.dtype:
@@ -196,7 +238,7 @@ def make_task(
     """Validate the arguments and build the batch stream of task `name`.
 
     Args:
-        name         one of TASKS
+        name         one of ALL_TASKS
         length       the task's L, >= TASKS[name].min_length
         seed         >= 0; batch k is drawn from the k-th child of SeedSequence(seed)
         batch_size   B >= 1 (DLR uses 16 at L = 4096, 64 at L = 512, 4 for MIPS)
@@ -207,6 +249,8 @@ def make_task(
     spec = task_spec(name)
     length = _check_integer("length", length, minimum=1)
     length = _check_integer("length", length, spec.min_length, why=f" for task {name!r}")
+    if spec.lengths is not None and length not in spec.lengths:
+        raise LinrnnError(f"length: expected one of {', '.join(map(str, spec.lengths))} for task {name!r}, found {length}")
     return SyntheticTask(
         spec=spec,
         length=length,

@@ -332,3 +332,57 @@ def test_negative_batch_index_raises_linrnn_error():
         task.batch(-1)
     with pytest.raises(LinrnnError, match=r"start: expected an integer >= 0, found -2"):
         next(task.stream(start=-2))
+
+
+# ---------------------------------------------------------------------------------------------
+# The two higher-order (classification) tasks
+
+
+def test_listops_subtrees_batch_scores_every_subtree_value_and_nothing_else():
+    from linrnn.tasks.data.listops_subtrees import VOCABULARY
+    from linrnn.tasks.synthetic import IGNORE_INDEX
+
+    batch = make_task("listops_subtrees", 40, seed=2, batch_size=3).batch(1)
+    assert batch.inputs.shape == (3, 40, 1) and batch.inputs.dtype == np.int64
+    assert batch.targets.shape == (3, 40) and batch.targets.dtype == np.int64
+    assert (batch.mask == (batch.targets != IGNORE_INDEX)).all()
+    for b in range(3):
+        tokens = [VOCABULARY[i] for i in batch.inputs[b, :, 0] if i != 0]  # <pad> is id 0, after the tree
+        assert 20 < len(tokens) <= 40
+        stack, expected = [], {}
+        for position, token in enumerate(tokens):  # a hand-written evaluator
+            if token.startswith("["):
+                stack.append((token, []))
+            elif token == "X":
+                op, args = stack.pop()
+                ordered, mid = sorted(args), len(args) // 2
+                median = ordered[mid] if len(args) % 2 else (ordered[mid - 1] + ordered[mid]) // 2
+                expected[position] = {"[MIN": min(args), "[MAX": max(args), "[SM": sum(args) % 10, "[MED": median}[op]
+                if stack:
+                    stack[-1][1].append(expected[position])
+            else:
+                stack[-1][1].append(int(token))
+        scored = {int(p): int(batch.targets[b, p]) for p in np.flatnonzero(batch.mask[b])}
+        assert scored == expected
+
+
+def test_pathfinder_segmentation_batch_shapes_classes_and_lengths():
+    task = make_task("pathfinder_segmentation", 32 * 32, seed=0, batch_size=1, dtype="float64")
+    batch = task.batch(0)
+    assert batch.inputs.shape == (1, 1024, 1) and batch.inputs.dtype == np.float64
+    assert batch.inputs.min() == -1.0 and batch.inputs.max() == 1.0  # (x / 255 - 0.5) / 0.5
+    assert batch.targets.shape == (1, 1024) and set(np.unique(batch.targets).tolist()) <= {0, 1, 2}
+    assert batch.mask.all() and astuple(task.shape) == (1024, 1024, 1, 3)
+    with pytest.raises(LinrnnError, match=r"length: expected one of 1024, 4096, 16384, 65536, 262144"):
+        make_task("pathfinder_segmentation", 2000)
+
+
+def test_classification_metrics_ignore_unscored_positions_and_weigh_classes():
+    from linrnn.tasks.metrics import accuracy, balanced_accuracy, macro_f1
+
+    labels = np.array([[0, 0, 0, 1, -100], [2, 2, 0, 0, -100]])
+    logits = np.eye(3)[np.array([[0, 0, 0, 0, 1], [2, 0, 0, 0, 2]])]  # (B L C)
+    assert accuracy(logits, labels) == 6 / 8
+    assert balanced_accuracy(logits, labels) == (5 / 5 + 0 / 1 + 1 / 2) / 3
+    f1 = {0: 2 * 5 / (2 * 5 + 2 + 0), 1: 0.0, 2: 2 * 1 / (2 * 1 + 0 + 1)}
+    assert macro_f1(logits, labels) == sum(f1.values()) / 3

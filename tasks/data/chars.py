@@ -1,0 +1,73 @@
+"""Character-level tokenisation (Text, Retrieval), vectorised over Unicode code points.
+
+Vocabulary as S4 builds it with torchtext's `build_vocab_from_iterator`: the specials first
+(`<pad>` = 0, `<unk>` = 1, `<eos>` = 2), then every character seen at least `min_freq` times in the
+training documents, most frequent first, ties broken by the character. Counting is over the
+documents *after* truncation to L - 1 characters, as S4 truncates before it builds the vocabulary.
+A character outside the vocabulary becomes `<unk>`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+SPECIALS = ("<pad>", "<unk>", "<eos>")
+PAD, UNK, EOS = 0, 1, 2
+CODEPOINTS = 0x110000
+
+
+def codes(text: str) -> np.ndarray:
+    """(len(text),) uint32 the text's code points."""
+    return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+
+
+class Counter:
+    """Counts of every code point over many documents."""
+
+    FLUSH = 1 << 22  # buffered code points per bincount: one pass over 4M, not one 0x110000 table per document
+
+    def __init__(self):
+        self.counts = np.zeros(CODEPOINTS, dtype=np.int64)
+        self._buffer: list[np.ndarray] = []
+        self._buffered = 0
+
+    def add(self, text: str) -> None:
+        self._buffer.append(codes(text))
+        self._buffered += len(text)
+        if self._buffered >= self.FLUSH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._buffer:
+            self.counts += np.bincount(np.concatenate(self._buffer), minlength=CODEPOINTS)
+        self._buffer, self._buffered = [], 0
+
+    def vocabulary(self, min_freq: int) -> list[str]:
+        """Specials, then characters with count >= min_freq by (count descending, character)."""
+        self._flush()
+        kept = np.flatnonzero(self.counts >= min_freq)
+        order = sorted(kept.tolist(), key=lambda c: (-int(self.counts[c]), chr(c)))
+        return list(SPECIALS) + [chr(c) for c in order]
+
+
+class Encoder:
+    """Maps text to token ids with one table lookup per code point."""
+
+    def __init__(self, vocabulary: list[str]):
+        if len(vocabulary) > np.iinfo(np.int32).max:  # pragma: no cover
+            raise ValueError("vocabulary too large")
+        self.vocabulary = vocabulary
+        self.dtype = np.uint8 if len(vocabulary) <= 256 else np.int32
+        self.table = np.full(CODEPOINTS, UNK, dtype=self.dtype)
+        for i, token in enumerate(vocabulary[len(SPECIALS):], start=len(SPECIALS)):
+            self.table[ord(token)] = i
+
+    def encode(self, text: str, max_length: int, append_eos: bool) -> tuple[np.ndarray, int]:
+        """(ids, number of unknown characters): at most max_length ids, the last one `<eos>` if
+        `append_eos` (so the text is cut to max_length - 1 characters)."""
+        keep = max_length - 1 if append_eos else max_length
+        ids = self.table[codes(text[:keep])]
+        unknown = int(np.count_nonzero(ids == UNK))
+        if append_eos:
+            ids = np.concatenate([ids, np.array([EOS], dtype=self.dtype)])
+        return ids, unknown

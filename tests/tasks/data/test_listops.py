@@ -1,0 +1,69 @@
+"""ListOps loader on files written as LRA's generator writes them (csv.writer, CRLF, header)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from linrnn.impls.errors import LinrnnError
+from linrnn.tasks.data import listops
+
+
+def test_tokeniser_vocabulary_and_eos_match_lra_and_s4(tmp_path, cache_env, writers):
+    (tmp_path / "basic_train.tsv").write_bytes(b"Source\tTarget\r\n( ( ( [MAX 2 ) 9 ) ] )\t9\r\n"
+                                               b"( ( [SM ( ( [MIN 3 ) 4 ) ] ) ) 7 ) ]\t0\r\n")
+    split = listops.load(tmp_path, "train")
+    assert len(listops.VOCABULARY) == 18
+    ids = {t: i for i, t in enumerate(listops.VOCABULARY)}
+    expected = [ids[t] for t in ("[MAX", "2", "9", "X")] + [listops.EOS]
+    np.testing.assert_array_equal(split.row("tokens", 0), expected)
+    assert [listops.VOCABULARY[i] for i in split.row("tokens", 1)] == ["[SM", "[MIN", "3", "4", "X", "7", "X", "<eos>"]
+    np.testing.assert_array_equal(split.arrays["labels"], [9, 0])
+    official = listops.load(tmp_path, "train", max_length=2000, append_eos=False)
+    np.testing.assert_array_equal(official.row("tokens", 0), expected[:-1])
+
+
+def test_generated_style_files_load_in_every_split(tmp_path, cache_env, writers):
+    writers.listops(tmp_path)
+    sizes = {s: len(listops.load(tmp_path, s)) for s in ("train", "val", "test")}
+    assert sizes == {"train": 40, "val": 10, "test": 10}
+    assert listops.check(tmp_path) == []
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"( [MAX 2 ) ]\t2\r\n", r"basic_train.tsv: line 1: expected the header 'Source<TAB>Target'"),
+    (b"Source\tTarget\r\n( [MAX 2 ) ]\t2\textra\r\n", r"line 2: expected 2 tab-separated columns \(Source, Target\), found 3"),
+    (b"Source\tTarget\r\n( [MAX 2 ) ]\t12\r\n", r"line 2: Target 12 out of range 0-9"),
+    (b"", r"basic_train.tsv: empty file"),
+])
+def test_bad_files_are_one_line_errors_and_write_no_cache(tmp_path, cache_env, content, message):
+    (tmp_path / "basic_train.tsv").write_bytes(content)
+    with pytest.raises(LinrnnError, match=message) as err:
+        listops.load(tmp_path, "train")
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / ".linrnn-cache" / "listops" / "train").exists()
+
+
+def test_check_lists_every_problem_and_skips_nothing_silently(tmp_path, cache_env, writers):
+    writers.listops(tmp_path)
+    (tmp_path / "basic_val.tsv").write_bytes(b"Source\tTarget\r\n[MAX 1 ]\t11\r\n[FIRST 1 ]\t1\r\nonly-one-column\r\n")
+    (tmp_path / "basic_test.tsv").unlink()
+    problems = listops.check(tmp_path)
+    assert problems == ["val: basic_val.tsv: line 2: Target 11 out of range 0-9",
+                        "val: basic_val.tsv: line 4: expected 2 tab-separated columns (Source, Target), found 1",
+                        f"test: missing split test: {tmp_path / 'basic_test.tsv'} does not exist"]
+
+
+def test_unknown_tokens_become_unk_and_check_reports_them(tmp_path, cache_env):
+    (tmp_path / "basic_train.tsv").write_bytes(b"Source\tTarget\r\n( ( [FIRST 1 ) 2 ) ]\t1\r\n")
+    split = listops.load(tmp_path, "train")
+    assert listops.UNK in np.asarray(split.row("tokens", 0)) and split.manifest["extra"]["unknown_tokens"] == 1
+    assert any("1 tokens outside the ListOps vocabulary" in p for p in listops.check(tmp_path))
+
+
+def test_unknown_option_and_bad_value_are_one_line_errors(tmp_path, writers):
+    writers.listops(tmp_path)
+    with pytest.raises(LinrnnError, match="listops: unknown option.*colour.*expected max_length, append_eos"):
+        listops.load(tmp_path, "train", colour=True)
+    with pytest.raises(LinrnnError, match="option max_length expects a value of type int, got 'long'"):
+        listops.load(tmp_path, "train", max_length="long")
