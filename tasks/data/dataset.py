@@ -19,7 +19,7 @@ import dataclasses
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -257,6 +257,23 @@ def describe(ds: Dataset) -> list[str]:
             state = f"built ({manifest.get('extra', {}).get('n', '?')} examples, {manifest.get('build_seconds')} s)"
         lines.append(f"{split}: from {', '.join(files + trees)}; cache {state}")
     return lines
+
+
+def entry_points(make: Callable[..., Dataset]):
+    """A loader module's `load`, `check` and `info` (the interface of linrnn.tasks.data), from its
+    `dataset(root, cache=None, **options)`: each locates the folder and checks the options first."""
+
+    def load(root, split, cache=None, **options) -> Split:
+        return load_split(make(root, cache, **options), split)
+
+    def check_(root, cache=None, **options) -> list[str]:
+        return check(make(root, cache, **options)).problems
+
+    def info(root, cache=None, **options) -> list[str]:
+        return describe(make(root, cache, **options))
+
+    check_.__name__ = "check"
+    return load, check_, info
 
 
 def make_options(cls, task: str, given: Mapping[str, Any]):

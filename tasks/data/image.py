@@ -237,13 +237,4 @@ def dataset(root, cache=None, **options) -> Image:
     return Image(folder, opts, cache)
 
 
-def load(root, split, cache=None, **options) -> ds_.Split:
-    return ds_.load_split(dataset(root, cache, **options), split)
-
-
-def check(root, cache=None, **options) -> list[str]:
-    return ds_.check(dataset(root, cache, **options)).problems
-
-
-def info(root, cache=None, **options) -> list[str]:
-    return ds_.describe(dataset(root, cache, **options))
+load, check, info = ds_.entry_points(dataset)   # the loader interface (linrnn.tasks.data)

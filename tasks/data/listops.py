@@ -124,13 +124,4 @@ def dataset(root, cache=None, **options) -> ListOps:
     return ListOps(folder, opts, cache)
 
 
-def load(root, split, cache=None, **options) -> ds_.Split:
-    return ds_.load_split(dataset(root, cache, **options), split)
-
-
-def check(root, cache=None, **options) -> list[str]:
-    return ds_.check(dataset(root, cache, **options)).problems
-
-
-def info(root, cache=None, **options) -> list[str]:
-    return ds_.describe(dataset(root, cache, **options))
+load, check, info = ds_.entry_points(dataset)   # the loader interface (linrnn.tasks.data)

@@ -1,6 +1,6 @@
 """JAX's float64 is scoped, never process-wide; and the user's default (float32, 64-bit mode off) is right.
 
-The session runs inside `float64()` (tests/conftest.py); these tests leave it with
+The session runs inside `float64()` (the root conftest.py); these tests leave it with
 `jax.enable_x64(False)` to see what a user sees, or start a fresh interpreter.
 """
 

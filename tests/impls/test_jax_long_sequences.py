@@ -10,39 +10,11 @@ every float32 `scan` compilation at these lengths costs as much again. The bound
 with memory = min(L, 1 / (1 - r)) = L at these decays.
 """
 
-from functools import lru_cache
-
 import jax
-import numpy as np
 import pytest
 
-from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig
-from linrnn.impls.init import init
 from linrnn.impls.jax import from_bundle, layer
-from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.tolerance import assert_close
-
-H, N = 4, 8
-
-
-def slow_config(kind: str, bidirectional: bool):
-    """Every decay near 1: RotRNN gamma in [0.999, 0.9999], LRU |lambda| in [0.99, 0.9999], DLR a^2 <= 5e-5."""
-    if kind == "rotrnn":
-        return RotRNNConfig(d_model=H, d_state=N // 2, heads=2, gamma_min=0.999, gamma_max=0.9999,
-                            bidirectional=bidirectional)
-    if kind == "lru":
-        return LRUConfig(d_model=H, d_state=N, r_min=0.99, r_max=0.9999, bidirectional=bidirectional)
-    return DLRConfig(d_model=H, d_state=N, dt_min=1e-5, dt_max=1e-4, bidirectional=bidirectional)
-
-
-@lru_cache(maxsize=None)
-def case(kind: str, bidirectional: bool, L: int):
-    """(config, bundle, u (1 L H), reference y, largest |eigenvalue|), computed once per module."""
-    cfg = slow_config(kind, bidirectional)
-    bundle = init(cfg, 21)
-    u = np.random.default_rng([22, L]).standard_normal((1, L, H))
-    y_ref, _ = apply_mixer(cfg, bundle.params, u, "sequential")
-    return cfg, bundle, u, y_ref, spectral_radius(cfg, bundle.params)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -54,8 +26,8 @@ def strict_dtype_promotion():
 @pytest.mark.parametrize("mode, dtype", [("scan", "float64"), ("conv", "float64"), ("conv", "float32")])
 @pytest.mark.parametrize("L, bidirectional", [(3001, False), (2048, True)])
 @pytest.mark.parametrize("kind", ["rotrnn", "lru", "dlr"])
-def test_long_sequences_with_decays_near_one_match_the_reference(kind, L, bidirectional, mode, dtype):
-    cfg, bundle, u, y_ref, r = case(kind, bidirectional, L)
+def test_long_sequences_with_decays_near_one_match_the_reference(long_case, kind, L, bidirectional, mode, dtype):
+    cfg, bundle, u, y_ref, r = long_case(kind, bidirectional, L)
     assert r > 0.999
     y, _ = layer.apply(from_bundle(bundle, dtype), cfg, u, mode)
     assert_close(f"jax {kind} {'bi' if bidirectional else 'causal'} {mode} {dtype} L={L}", y_ref, y,
