@@ -9,7 +9,13 @@ A character outside the vocabulary becomes `<unk>`.
 
 from __future__ import annotations
 
+from typing import Callable, Iterable
+
 import numpy as np
+
+from linrnn import __version__
+from linrnn.tasks.data import cache as cachemod
+from linrnn.tasks.data import dataset as ds_
 
 SPECIALS = ("<pad>", "<unk>", "<eos>")
 PAD, UNK, EOS = 0, 1, 2
@@ -71,3 +77,25 @@ class Encoder:
         if append_eos:
             ids = np.concatenate([ids, np.array([EOS], dtype=self.dtype)])
         return ids, unknown
+
+
+def train_vocabulary(ds, texts: Callable[[], Iterable[str]], problems) -> list[str]:
+    """The vocabulary of a character-level data set's train split, from its own cache entry, so that
+    loading val or test does not read train again. `ds` is the loader's `Dataset` (options `min_freq`,
+    `max_length`, `append_eos`); `texts()` yields every train document (Retrieval: both of each pair)."""
+    opts = ds.options
+    key = {"task": ds.task, "entry": "vocabulary", "format_version": ds.format_version,
+           "code_version": __version__, "min_freq": opts.min_freq, "max_length": opts.max_length,
+           "append_eos": opts.append_eos}
+    keep = opts.max_length - (1 if opts.append_eos else 0)   # S4 counts after truncation
+
+    def build(writer):
+        counter = Counter()
+        for text in texts():
+            counter.add(text[:keep])
+        if problems.count:
+            raise ds_._Abandon()
+        return {"n": 0, "vocabulary": counter.vocabulary(opts.min_freq)}
+
+    entry = cachemod.open_or_build(ds.cache / "vocabulary", key, ds.sources("train"), build)
+    return list(entry.manifest["extra"]["vocabulary"])

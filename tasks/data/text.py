@@ -91,24 +91,8 @@ class Text(ds_.Dataset):
     def vocabulary(self, problems: ds_.Problems) -> list[str]:
         """The train vocabulary, from its own cache entry (so loading test does not re-read train)."""
         if self._vocabulary is None:
-            from linrnn import __version__
-
-            opts = self.options
-            key = {"task": self.task, "entry": "vocabulary", "format_version": self.format_version,
-                   "code_version": __version__, "min_freq": opts.min_freq, "max_length": opts.max_length,
-                   "append_eos": opts.append_eos}
-            keep = opts.max_length - (1 if opts.append_eos else 0)
-
-            def build(writer):
-                counter = chars.Counter()
-                for _, text in self._documents("train", problems):
-                    counter.add(text[:keep])
-                if problems.count:
-                    raise ds_._Abandon()
-                return {"n": 0, "vocabulary": counter.vocabulary(opts.min_freq)}
-
-            entry = cachemod.open_or_build(self.cache / "vocabulary", key, self.sources("train"), build)
-            self._vocabulary = list(entry.manifest["extra"]["vocabulary"])
+            self._vocabulary = chars.train_vocabulary(
+                self, lambda: (text for _, text in self._documents("train", problems)), problems)
         return self._vocabulary
 
     def key_extra(self, split, problems):
