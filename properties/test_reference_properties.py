@@ -41,6 +41,12 @@ def inputs(seed, B, L, H):
 
 common = settings(max_examples=40, deadline=None)
 
+# Coefficients of a linear combination: 0, or of magnitude 1e-100 to 3. Below about 1e-300, alpha * y
+# underflows into subnormal numbers, whose rounding error is absolute (up to 2^-1075 ~ 4.9e-324), not
+# relative, so no relative bound holds there (a fresh seed drew alpha ~ 1e-314: error 4.9e-324, one
+# subnormal ulp, against terms of 5e-314). That is IEEE underflow, not a property of the layer.
+coefficients = st.one_of(st.just(0.0), st.floats(1e-100, 3.0), st.floats(-3.0, -1e-100))
+
 
 @common
 @given(layers(), st.integers(1, 3), st.integers(1, 24), st.integers(0, 2**16))
@@ -69,7 +75,7 @@ def test_causality(layer, L, data, seed):
 
 
 @common
-@given(layers(), st.integers(1, 16), st.floats(-3, 3), st.floats(-3, 3), st.integers(0, 2**16))
+@given(layers(), st.integers(1, 16), coefficients, coefficients, st.integers(0, 2**16))
 def test_linearity_in_the_input(layer, L, alpha, beta, seed):
     cfg, p, r = layer
     u, v = inputs(seed, 1, L, cfg.d_model), inputs(seed + 1, 1, L, cfg.d_model)
