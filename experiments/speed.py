@@ -6,9 +6,14 @@ reference is an oracle, not a contender, and is not timed. `step` mode runs the 
 at a time: its time per position should not grow with L (claim D9; the verdict is the ledger's).
 
     run(quick, progress) -> (data, config)     data["rows"]: backend, mixer, mode, L, ms, us_per_position
+
+Training speed (forward and forward+backward, peak memory, the GEMM floor and the peers, up to
+L = 262144) is `linrnn.experiments.training_speed`; its `sweep` is re-exported here as `speed.sweep`.
 """
 
 from __future__ import annotations
+
+from linrnn.experiments.training_speed import sweep  # noqa: F401  (re-exported: `linrnn gpucheck` calls it)
 
 SIZES = {"B": 4, "H": 64, "N": 64, "heads": 8, "dtype": "float32"}
 LENGTHS = (256, 1024, 4096, 16384)

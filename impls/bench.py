@@ -1,14 +1,23 @@
-"""What the speed harnesses of both frameworks share: the layer at given sizes, and the timer.
+"""What the speed harnesses of both frameworks share: the layer at given sizes, the timer, the memory probe.
 
 Each side's `bench.make_forward(kind, mode, B, L, H, N, heads=16, dtype="float32", seed=0, device=None)`
 builds its own layer from `layer_config` and returns `(forward, info)`: a synchronised zero-argument
 call returning y (B L H), and the record of the run (`info_record` plus the side's device and
-version). `median_ms` times any such call the same way for both. Numbers on a shared CPU
-are noisy (docs/speed.md): time alone, compare ratios, never assert on a timing in a test.
+version). `make_forward_backward` (same signature) returns a call that runs the forward and the
+gradient of sum(y) with respect to the parameters and u. `median_ms` times any such call the same way
+for both. Numbers on a shared CPU are noisy (docs/speed.md): time alone, compare ratios, never assert
+on a timing in a test.
+
+Every builder takes `before_inputs`: a callable run after everything that does not depend on the
+sizes' data is ready (imports, JAX's compilation) and before the parameters and inputs are allocated.
+`PeakRSS.start` is the one for a peak-memory measurement in a fresh process on a CPU: the peak it
+reports counts the parameters, the input u, every temporary and the outputs (and gradients) of one
+call, and nothing allocated before it (see `PeakRSS`).
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 from typing import Callable
@@ -40,3 +49,80 @@ def median_ms(call: Callable[[], object], repeats: int = 5, warmup: int = 1) -> 
         call()
         times.append(time.perf_counter() - start)
     return 1e3 * statistics.median(times)
+
+
+# -- training speed: directions, each mixer's fastest modes, the timer with its own repeat count ---
+
+DIRECTIONS = ("forward", "forward+backward")
+# The modes a training run would use, per mixer: the parallel-in-L views (docs/speed.md). DLR has
+# two: `conv` (its kernel route, the fastest here) and `scan` (the chunked kernel-form scan).
+TRAINING_MODES = {"rotrnn": ("scan",), "lru": ("scan",), "dlr": ("conv", "scan")}
+
+
+def check_direction(direction: str) -> str:
+    if direction not in DIRECTIONS:
+        raise LinrnnError(f"direction: expected one of {', '.join(DIRECTIONS)}, found {direction!r}")
+    return direction
+
+
+def input_bytes(B: int, L: int, H: int, itemsize: int = 4) -> int:
+    """B L H itemsize: the bytes of one float32 input u (B L H), the unit of the memory ratios."""
+    return B * L * H * itemsize
+
+
+def timed_median_ms(call: Callable[[], object], seconds: float = 2.0) -> tuple[float, int]:
+    """(median ms, timed calls) of `call()` after one untimed call, with as many calls as fit `seconds`.
+
+    The untimed call's time picks the count: up to 7, at least 3, and 1 for a call that alone takes
+    `seconds` or longer (at the longest lengths one call may take tens of seconds).
+    """
+    start = time.perf_counter()
+    call()
+    once = time.perf_counter() - start
+    repeats = 1 if once >= seconds else min(7, max(3, int(seconds / max(once, 1e-6))))
+    return median_ms(call, repeats=repeats, warmup=0), repeats
+
+
+# -- peak resident memory (Linux) ------------------------------------------------------------------
+
+_STATUS_FIELD = re.compile(r"^(VmRSS|VmHWM):\s+(\d+) kB$", re.M)
+
+
+def _status_kib() -> dict[str, int]:
+    try:
+        with open("/proc/self/status") as f:
+            return {k: int(v) for k, v in _STATUS_FIELD.findall(f.read())}
+    except OSError as err:
+        raise LinrnnError(f"peak memory: cannot read /proc/self/status ({err}); the probe needs Linux") from None
+
+
+class PeakRSS:
+    """Peak growth of this process's resident memory from `start()` to `peak_bytes()`, in bytes (Linux).
+
+    start()  resets the kernel's high-water mark VmHWM to the current resident size (writing 5 to
+             /proc/self/clear_refs) and records VmRSS as the baseline;
+    peak_bytes() -> VmHWM - baseline: the most memory that was resident at one time above the baseline.
+
+    What it counts: every page touched after `start` and resident at the peak: the parameters and
+    inputs allocated after it, temporaries, outputs, gradients, the allocator's own overhead and any
+    page a library touches for the first time (thread stacks, lazily loaded code); run a small warm-up
+    call before `start` to keep the last out. What it does not count: memory allocated before `start`
+    (imports, JAX's compiled program) and pages only reserved, never touched. Use it in a fresh process:
+    memory a previous call freed into an allocator's pool and reuses is invisible to it.
+    """
+
+    def __init__(self):
+        self.baseline: int | None = None
+
+    def start(self) -> None:
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+        except OSError as err:
+            raise LinrnnError(f"peak memory: cannot reset the peak resident size ({err}); needs Linux >= 4.0") from None
+        self.baseline = 1024 * _status_kib()["VmRSS"]
+
+    def peak_bytes(self) -> int:
+        if self.baseline is None:
+            raise LinrnnError("peak memory: PeakRSS.peak_bytes() called before start()")
+        return 1024 * _status_kib()["VmHWM"] - self.baseline

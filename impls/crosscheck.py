@@ -11,11 +11,20 @@ with both frameworks; gradients are compared between torch and jax.
 
 The reference computes `sequential` and `conv`; the frameworks' `scan` and `step` modes are compared
 with the reference's `sequential`.
+
+Device (`run(..., device=)`): the reference always runs on the CPU in float64 NumPy. With "cuda" the
+PyTorch side runs on the current CUDA device and the JAX side on its default backend's first device
+(the GPU where JAX has one; the result's `devices` records where each side ran, so a JAX without a GPU
+shows as 'cpu' rather than passing unnoticed). Off the CPU both sides compute float32 matrix products
+in full float32: TF32 (PyTorch's cuDNN default, JAX's default on GPUs) rounds inputs to 10 mantissa
+bits, which the float32 rows of the tolerance table are not for. "cpu" (the default) pins JAX to its
+CPU device and changes nothing else.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import sys
@@ -71,17 +80,69 @@ def mixer_config(kind: str, shape: Shape):
 
 # -- one backend: output and gradients ------------------------------------------------------------
 
-def torch_output_and_grads(bundle: Bundle, u: np.ndarray, w: np.ndarray, mode: str, dtype: str):
+DEVICES = ("cpu", "cuda")
+
+
+def check_device(device: str) -> None:
+    if device not in DEVICES:
+        raise LinrnnError(f"device: expected one of {', '.join(DEVICES)}, found {device!r}")
+
+
+def torch_output_and_grads(bundle: Bundle, u: np.ndarray, w: np.ndarray, mode: str, dtype: str,
+                           device: str = "cpu"):
     import torch
     from linrnn.impls.torch import from_bundle
 
-    layer = from_bundle(bundle, getattr(torch, dtype))
-    x = torch.tensor(u, dtype=getattr(torch, dtype), requires_grad=True)
-    y, _ = layer(x, mode=mode)
-    (y * torch.tensor(w, dtype=y.dtype)).sum().backward()
-    grads = {"input": x.grad.double().numpy()}
-    grads.update({name: p.grad.double().numpy() for name, p in layer.named_parameters()})
-    return y.detach().double().numpy(), grads
+    check_device(device)
+    with _torch_full_float32(device):
+        layer = from_bundle(bundle, getattr(torch, dtype), device)
+        x = torch.tensor(u, dtype=getattr(torch, dtype), device=device, requires_grad=True)
+        y, _ = layer(x, mode=mode)
+        (y * torch.tensor(w, dtype=y.dtype, device=device)).sum().backward()
+    grads = {"input": x.grad.double().cpu().numpy()}
+    grads.update({name: p.grad.double().cpu().numpy() for name, p in layer.named_parameters()})
+    return y.detach().double().cpu().numpy(), grads
+
+
+@contextlib.contextmanager
+def _torch_full_float32(device: str):
+    """On CUDA: float32 matrix products and convolutions in IEEE float32, not TF32, for this block."""
+    if device == "cpu":
+        yield
+        return
+    import torch
+
+    # PyTorch >= 2.9 has per-backend `fp32_precision` and refuses reads of the legacy flags once it is set
+    flags = [(torch.backends.cuda.matmul, "fp32_precision", "ieee"),
+             (torch.backends.cudnn.conv, "fp32_precision", "ieee")]
+    if not hasattr(torch.backends.cuda.matmul, "fp32_precision"):
+        flags = [(torch.backends.cuda.matmul, "allow_tf32", False), (torch.backends.cudnn, "allow_tf32", False)]
+    saved = [getattr(owner, name) for owner, name, _ in flags]
+    for owner, name, value in flags:
+        setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        for (owner, name, _), value in zip(flags, saved):
+            setattr(owner, name, value)
+
+
+def torch_device_name(device: str) -> str:
+    """Where the PyTorch side runs for `device`: 'cpu' or 'cuda:<index> (<GPU name>)'."""
+    if device == "cpu":
+        return "cpu"
+    import torch
+
+    index = torch.cuda.current_device()
+    return f"cuda:{index} ({torch.cuda.get_device_name(index)})"
+
+
+def jax_device(device: str):
+    """The JAX device for `device`: its CPU device for 'cpu', else the default backend's first device."""
+    import jax
+
+    check_device(device)
+    return jax.devices("cpu")[0] if device == "cpu" else jax.devices()[0]
 
 
 @lru_cache(maxsize=None)
@@ -97,10 +158,14 @@ def _jax_vjp(cfg, mode: str):
     return jax.jit(run)
 
 
-def jax_output_and_grads(bundle: Bundle, u: np.ndarray, w: np.ndarray, mode: str, dtype: str):
+def jax_output_and_grads(bundle: Bundle, u: np.ndarray, w: np.ndarray, mode: str, dtype: str,
+                         device: str = "cpu"):
+    import jax
     from linrnn.impls.jax import precision
 
-    with precision(dtype):            # float64: JAX's 64-bit mode for this call only
+    target = jax_device(device)
+    full = jax.default_matmul_precision("float32") if target.platform != "cpu" else contextlib.nullcontext()
+    with precision(dtype), jax.default_device(target), full:   # float64: JAX's 64-bit mode for this call only
         return _jax_output_and_grads(bundle, u, w, mode, dtype)
 
 
@@ -159,8 +224,13 @@ class Selection:
     shapes: tuple[Shape, ...] = DEFAULT_SHAPES
 
 
-def run(selection: Selection, progress=None) -> dict:
-    """Every comparison of the selection -> {'entries': [...], 'ok': bool, 'selection': ...}."""
+def run(selection: Selection, progress=None, device: str = "cpu") -> dict:
+    """Every comparison of the selection -> {'entries': [...], 'ok': bool, 'selection': ..., 'devices': ...}.
+
+    device: "cpu", or "cuda" for the frameworks on the GPU (module docstring); the reference stays on the CPU.
+    """
+    check_device(device)
+    on = {} if device == "cpu" else {"device": device}   # the CPU call keeps the five-argument form
     entries = []
     cases = [(k, s, seed) for k in selection.kinds for s in selection.shapes for seed in selection.seeds]
     for i, (kind, shape, seed) in enumerate(cases):
@@ -177,8 +247,8 @@ def run(selection: Selection, progress=None) -> dict:
             if not applicable(cfg, mode):
                 continue
             for dtype in selection.dtypes:
-                y_t, g_t = torch_output_and_grads(bundle, u, w, mode, dtype)
-                y_j, g_j = jax_output_and_grads(bundle, u, w, mode, dtype)
+                y_t, g_t = torch_output_and_grads(bundle, u, w, mode, dtype, **on)
+                y_j, g_j = jax_output_and_grads(bundle, u, w, mode, dtype, **on)
                 base = {"mixer": kind, "shape": shape.label, "L": shape.L, "seed": seed, "mode": mode,
                         "dtype": dtype, "radius": r}
                 outputs = {"reference": ref[REFERENCE_MODE[mode]], "torch": y_t, "jax": y_j}
@@ -191,7 +261,9 @@ def run(selection: Selection, progress=None) -> dict:
                                     "rel": c.rel, "rtol": c.rtol, "ok": c.ok})
     if progress:
         progress(len(cases), len(cases), "done")
+    devices = {"reference": "cpu", "torch": torch_device_name(device), "jax": str(jax_device(device))}
     return {"entries": entries, "ok": all(e["ok"] for e in entries), "summary": summarise(entries),
+            "devices": devices,
             "selection": {"kinds": list(selection.kinds), "modes": list(selection.modes),
                           "dtypes": list(selection.dtypes), "seeds": list(selection.seeds),
                           "shapes": [dataclasses.asdict(s) | {"label": s.label} for s in selection.shapes]}}
@@ -231,6 +303,9 @@ def register(subparsers) -> None:
     p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)}")
     p.add_argument("--dtypes", default=",".join(DTYPES), help=f"comma-separated subset of {','.join(DTYPES)}")
     p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
+    p.add_argument("--device", default="cpu", choices=DEVICES,
+                   help="where torch and jax run (cuda: torch on the GPU, jax on its default backend); "
+                        "the reference always runs on the CPU")
     p.add_argument("--json", default=None, help="write every comparison to this JSON file")
     p.set_defaults(func=_main)
 
@@ -250,8 +325,14 @@ def _main(args: argparse.Namespace) -> int:
         raise LinrnnError(f"--seeds: expected comma-separated integers, found {args.seeds!r}") from None
     selection = Selection(_subset("models", args.models, KINDS), _subset("modes", args.modes, MODES),
                           _subset("dtypes", args.dtypes, DTYPES), seeds)
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise LinrnnError(f"--device cuda: PyTorch {torch.__version__} sees no CUDA device")
     start = time.perf_counter()
-    result = run(selection, progress=lambda i, n, what: print(f"\r[{i}/{n}] {what:<40}", end="", file=sys.stderr))
+    result = run(selection, progress=lambda i, n, what: print(f"\r[{i}/{n}] {what:<40}", end="", file=sys.stderr),
+                 device=args.device)
     print(file=sys.stderr)
     print(format_table(result["summary"]))
     bad = sum(not e["ok"] for e in result["entries"])

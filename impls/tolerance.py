@@ -34,7 +34,10 @@ FACTORS: dict[str, tuple[float, str]] = {
                        "converters): matrix exponentials and products of size N, no scan over L"),
 }
 
-EPS = {"float64": float(np.finfo(np.float64).eps), "float32": float(np.finfo(np.float32).eps)}
+EPS = {"float64": float(np.finfo(np.float64).eps), "float32": float(np.finfo(np.float32).eps),
+       # bf16 appears only as the autocast dtype of the projections (docs/precision.md, "Mixed precision");
+       # it is torch.finfo(torch.bfloat16).eps (NumPy has no bfloat16)
+       "bfloat16": 2.0**-7}
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from linrnn.impls.errors import LinrnnError  # noqa: E402
 
@@ -208,6 +209,10 @@ def draw(fig: dict) -> str:
     return svg[:head_end] + f"<title>{safe}</title>" + svg[head_end:]
 
 
+def _plain_label(value: float, _position) -> str:
+    return f"{value:g}"
+
+
 def _draw_panel(ax, p: dict) -> None:
     for s in p["series"]:
         x, y = _numbers(s["x"], "x"), _numbers(s["y"], "y")
@@ -222,6 +227,10 @@ def _draw_panel(ax, p: dict) -> None:
                    label=h.get("label") or None)
     ax.set_xscale(p.get("xscale", "linear"))
     ax.set_yscale(p.get("yscale", "linear"))
+    for axis, scale in ((ax.xaxis, p.get("xscale")), (ax.yaxis, p.get("yscale"))):
+        if scale == "log":          # plain numbers: mathtext is off (text.parse_math), so the default
+            axis.set_major_formatter(FuncFormatter(_plain_label))       # 10^k labels would print as raw TeX
+            axis.set_minor_formatter(FuncFormatter(lambda value, position: ""))
     ax.set_title(p.get("title", ""))
     ax.set_xlabel(p.get("xlabel", ""))
     ax.set_ylabel(p.get("ylabel", ""))

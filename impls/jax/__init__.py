@@ -12,7 +12,8 @@ the scope themselves. A float64 request outside it is a `LinrnnError`, never a f
 
 Layout (one job per file, one sequence per function, batched once with vmap in `layer`):
 
-    scan.py      diagonal recurrences over time: lax.scan, associative scan, FFT convolution
+    scan.py      diagonal recurrences over time: lax.scan, associative scan (own VJP), FFT convolution
+    pallas_scan.py  the diagonal scan as a Pallas kernel, forward and VJP (the `scan` mode on a GPU)
     diagonal.py  the complex diagonal layer that RotRNN (as complex pairs) and LRU materialise into
     rotrnn.py    RotRNN through complex pairs in the rotated basis
     lru.py       LRU

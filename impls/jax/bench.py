@@ -3,30 +3,105 @@
     forward, info = make_forward("lru", "scan", B=8, L=4096, H=128, N=128, heads=16, dtype="float32")
     forward()                            # one forward pass, blocked until ready: time this
     median_ms(forward)                   # warm-up, then the median of a few timed calls
+    train, info = make_forward_backward("lru", "scan", B=8, L=4096, H=128, N=128)
+    train()                              # jax.grad of sum(y) w.r.t. the parameters and u, jitted
 
-The same signature, defaults and return type as `linrnn.impls.torch.bench.make_forward`.
-`tests/bench/test_bench_jax.py` times it with pytest-benchmark; `python -m linrnn.impls.jax.bench`
-prints a table of medians. N is the layer's total state size: RotRNN runs `heads` heads of N/heads.
+The same signatures, defaults and return types as `linrnn.impls.torch.bench`'s builders, and the same
+companions with a `direction` ('forward' or 'forward+backward'): `make_gemm_floor` (the two
+projections of an LRU layer alone, (u W_in) W_out with W_in (H 2N)) and `make_scan_alone` (the
+recurrence alone, vmapped over the batch: 'sequential' is `lax.scan`, 'pallas' the Pallas kernel).
+`tests/bench/` times them with pytest-benchmark; `python -m linrnn.impls.jax.bench` prints a table
+of forward medians. N is the layer's total state size: RotRNN runs `heads` heads of N/heads.
+
+Every builder compiles its call ahead of time from the shapes alone (`jax.eval_shape`), then calls
+`before_inputs()` if given (a memory probe's start), then allocates the parameters and inputs on the
+device and runs the call once, so that a timer around it sees neither compilation nor first-touch,
+and a memory probe sees the call's own memory and not the compiler's. `info["xla_bytes"]` is XLA's
+own account of the compiled call (arguments + outputs + temporaries - aliased), where it gives one.
 """
 
 from __future__ import annotations
 
 import argparse
 import platform
-from typing import Callable
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from linrnn.impls.bench import KINDS, info_record, layer_config, median_ms  # noqa: F401  (re-exported)
+from linrnn.impls.bench import KINDS, check_direction, info_record, layer_config, median_ms  # noqa: F401
+from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import layer
 from linrnn.impls.jax.params import from_bundle, precision
 
+SCAN_ROUTES = ("sequential", "pallas")
+
+
+def _device(device) -> jax.Device:
+    """None: JAX's default device; a platform name ('cpu', 'gpu'); or a `jax.Device`."""
+    return jax.devices(device)[0] if isinstance(device, str) else (device or jax.devices()[0])
+
+
+def xla_bytes(compiled) -> int | None:
+    """XLA's memory account of a compiled call: arguments + outputs + temporaries - aliased (None if absent)."""
+    try:
+        stats = compiled.memory_analysis()
+    except Exception:  # not every backend implements it
+        return None
+    if stats is None:
+        return None
+    return int(stats.argument_size_in_bytes + stats.output_size_in_bytes + stats.temp_size_in_bytes
+               - stats.alias_size_in_bytes)
+
+
+def _staged(fn: Callable, allocate: Callable[[], tuple], dev: jax.Device, dtype: str,
+            before_inputs: Callable[[], None] | None) -> tuple[Callable[[], Any], Any]:
+    """Compile fn for allocate()'s shapes on dev, then `before_inputs()`, allocate, run once. -> (call, compiled)"""
+    with precision(dtype), jax.default_device(dev):
+        compiled = jax.jit(fn).lower(*jax.eval_shape(allocate)).compile()
+        if before_inputs is not None:
+            before_inputs()
+        args = allocate()
+        jax.block_until_ready(compiled(*args))
+
+    def call():
+        with precision(dtype):
+            return jax.block_until_ready(compiled(*args))
+    return call, compiled
+
+
+def _info(what: dict, B: int, L: int, dtype: str, dev: jax.Device, direction: str, compiled) -> dict:
+    return {"backend": "jax", **what, "B": B, "L": L, "dtype": dtype, "device": str(dev), "platform": dev.platform,
+            "jax": jax.__version__, "machine": platform.machine(), "processor": platform.processor(),
+            "direction": direction, "grad": direction != "forward", "xla_bytes": xla_bytes(compiled)}
+
+
+def _normal(seed: int, shape, dtype: str) -> jax.Array:
+    return jax.random.normal(jax.random.key(seed), shape, dtype=dtype)
+
+
+def _layer_call(direction, kind, mode, B, L, H, N, heads, dtype, seed, device, before_inputs):
+    dev, cfg = _device(device), layer_config(kind, H, N, heads)
+
+    def allocate():
+        return from_bundle(init(cfg, seed), dtype), _normal(seed, (B, L, H), dtype)   # params, u (B L H)
+
+    def forward(params, u):
+        return layer.apply(params, cfg, u, mode)[0]                                    # (B L H)
+
+    def forward_backward(params, u):
+        return jax.grad(lambda p, u: jnp.sum(forward(p, u)), argnums=(0, 1))(params, u)
+
+    fn = forward if check_direction(direction) == "forward" else forward_backward
+    call, compiled = _staged(fn, allocate, dev, dtype, before_inputs)
+    return call, _info(info_record(kind, mode, B, L, H, N, heads, dtype), B, L, dtype, dev, direction, compiled)
+
 
 def make_forward(kind: str, mode: str, B: int, L: int, H: int, N: int, heads: int = 16, dtype: str = "float32",
-                 seed: int = 0, device=None) -> tuple[Callable[[], jax.Array], dict]:
+                 seed: int = 0, device=None, *,
+                 before_inputs: Callable[[], None] | None = None) -> tuple[Callable[[], jax.Array], dict]:
     """A jitted layer at the given sizes and a call running its forward pass in `mode` on a fixed input.
 
     -> (forward, info): forward() returns y (B L H), blocked until ready (float64: inside `float64()`);
@@ -34,22 +109,80 @@ def make_forward(kind: str, mode: str, B: int, L: int, H: int, N: int, heads: in
        compiled and run once here, so that a timer around it sees neither compilation nor first-touch.
     device: None (JAX's default), a platform name ('cpu', 'gpu') or a `jax.Device`.
     """
-    dev = jax.devices(device)[0] if isinstance(device, str) else (device or jax.devices()[0])
-    cfg = layer_config(kind, H, N, heads)
-    with precision(dtype):
-        params = jax.device_put(from_bundle(init(cfg, seed), dtype), dev)
-        u = jax.device_put(jnp.asarray(np.random.default_rng(seed).standard_normal((B, L, H)), dtype=dtype), dev)
-        run = jax.jit(lambda p, u: layer.apply(p, cfg, u, mode)[0])
-        run(params, u).block_until_ready()
+    return _layer_call("forward", kind, mode, B, L, H, N, heads, dtype, seed, device, before_inputs)
 
-    def forward() -> jax.Array:
-        with precision(dtype):
-            return run(params, u).block_until_ready()
 
-    info = {"backend": "jax", **info_record(kind, mode, B, L, H, N, heads, dtype), "device": str(dev),
-            "platform": dev.platform, "jax": jax.__version__, "machine": platform.machine(),
-            "processor": platform.processor()}
-    return forward, info
+def make_forward_backward(kind: str, mode: str, B: int, L: int, H: int, N: int, heads: int = 16,
+                          dtype: str = "float32", seed: int = 0, device=None, *,
+                          before_inputs: Callable[[], None] | None = None) -> tuple[Callable[[], Any], dict]:
+    """As `make_forward`, but the call is `jax.grad` of sum(y) w.r.t. (params, u), jitted: -> (grads, du)."""
+    return _layer_call("forward+backward", kind, mode, B, L, H, N, heads, dtype, seed, device, before_inputs)
+
+
+def make_gemm_floor(direction: str, B: int, L: int, H: int, N: int, dtype: str = "float32", seed: int = 0,
+                    device=None, *, before_inputs: Callable[[], None] | None = None) -> tuple[Callable[[], Any], dict]:
+    """The two real matrix products of an LRU layer of N complex modes alone: y = (u W_in) W_out.
+
+    W_in (H 2N), W_out (2N H), u (B L H); forward+backward: jax.grad of sum(y) w.r.t. all three.
+    """
+    dev = _device(device)
+
+    def allocate():
+        return (_normal(seed + 1, (H, 2 * N), dtype) / H ** 0.5,          # W_in (H 2N)
+                _normal(seed + 2, (2 * N, H), dtype) / (2 * N) ** 0.5,    # W_out (2N H)
+                _normal(seed, (B, L, H), dtype))                           # u (B L H)
+
+    def forward(W_in, W_out, u):
+        return (u @ W_in) @ W_out                                          # (B L H)
+
+    fn = forward if check_direction(direction) == "forward" else jax.grad(
+        lambda *a: jnp.sum(forward(*a)), argnums=(0, 1, 2))
+    call, compiled = _staged(fn, allocate, dev, dtype, before_inputs)
+    return call, _info({"what": "gemm floor", "H": H, "N": N}, B, L, dtype, dev, direction, compiled)
+
+
+def make_scan_alone(route: str, direction: str, B: int, L: int, n: int, dtype: str = "float32", seed: int = 0,
+                    device=None, *, before_inputs: Callable[[], None] | None = None) -> tuple[Callable[[], Any], dict]:
+    """The recurrence alone, B sequences of v (L n) complex from x0 = 0, vmapped over B.
+
+    route 'sequential': `linrnn.impls.jax.scan.sequential` (lax.scan); 'pallas': `pallas_scan.scan`
+    (needs the module and its `available()`; else a LinrnnError with the reason). forward+backward:
+    jax.grad of the sum of the states' real and imaginary parts w.r.t. log_lambda (n,) and v.
+    """
+    if route not in SCAN_ROUTES:
+        raise LinrnnError(f"route: expected one of {', '.join(SCAN_ROUTES)}, found {route!r}")
+    if route == "pallas":
+        try:
+            from linrnn.impls.jax import pallas_scan
+        except ImportError as err:
+            raise LinrnnError(f"pallas scan: cannot import linrnn.impls.jax.pallas_scan ({err})") from None
+        if not pallas_scan.available():
+            reason = getattr(pallas_scan, "unavailable_reason", lambda: "not available on this machine")()
+            raise LinrnnError(f"pallas scan: {reason}")
+        one = pallas_scan.scan
+    else:
+        from linrnn.impls.jax.scan import sequential as one
+    dev = _device(device)
+    complex_dtype = "complex64" if dtype == "float32" else "complex128"
+
+    def allocate():
+        k1, k2, k3 = jax.random.split(jax.random.key(seed), 3)
+        log_lam = jax.lax.complex(-0.1 * jax.random.uniform(k1, (n,), dtype),
+                                  6.0 * jax.random.uniform(k2, (n,), dtype))                  # (n,)
+        v = jax.random.normal(k3, (B, L, n), dtype=complex_dtype)                               # (B L n)
+        return log_lam, v
+
+    def forward(log_lam, v):
+        x0 = jnp.zeros((v.shape[0], n), complex_dtype)                                          # (B n)
+        return jax.vmap(one, in_axes=(None, 0, 0))(log_lam, v, x0)                              # (B L n)
+
+    def total(log_lam, v):
+        x = forward(log_lam, v)                                                                 # (B L n)
+        return jnp.sum(x.real) + jnp.sum(x.imag)
+
+    fn = forward if check_direction(direction) == "forward" else jax.grad(total, argnums=(0, 1))
+    call, compiled = _staged(fn, allocate, dev, dtype, before_inputs)
+    return call, _info({"what": "scan alone", "route": route, "n": n}, B, L, dtype, dev, direction, compiled)
 
 
 def scan_alone(route: str, B: int = 8, L: int = 4096, n: int = 128, dtype: str = "float32",

@@ -11,8 +11,9 @@ Routes per mode (one sequence here; `layer.apply` vmaps over the batch):
 * `sequential`: `lax.scan` over the (H N) state with the read-out Re(W x_t) inside the step, so the
   (L H N) trajectory is never stored;
 * `scan`: chunkwise (chunks of T = `CHUNK` positions): inside a chunk the output is a dense causal
-  T x T Toeplitz product with the first T kernel taps; across chunks a short `lax.scan` carries the
-  (H N) state S_c = lambda^T S_{c-1} + sum_tau lambda^(T-1-tau) u_tau, read out as
+  T x T Toeplitz product with the first T kernel taps; across chunks the (H N) state
+  S_c = lambda^T S_{c-1} + sum_tau lambda^(T-1-tau) u_tau is carried by `scan.chunked` (a diagonal
+  recurrence on H N lanes over L/T steps, whose backward is the adjoint recurrence) and read out as
   Re(sum_n W_{h,n} lambda_n^(t+1) S_{c-1,h,n}). All but the carry scan are GEMMs. An associative scan
   would store (L H N) and a plain two-level scan the same; this route stores (L/T H N);
 * `conv`: the kernel K computed as Re(exp(l log lambda) W^T) in chunks of `KERNEL_CHUNK` lags
@@ -31,7 +32,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from linrnn.impls.config import DLRConfig
-from linrnn.impls.jax.scan import causal_fft_conv, exponents, powers
+from linrnn.impls.jax.scan import causal_fft_conv, chunked, exponents, powers
 
 Params = Mapping[str, jnp.ndarray]
 
@@ -146,12 +147,11 @@ def _chunkwise(log_lam, W_re, W_im, u, x0):
     # across chunks: S_c = lambda^T S_{c-1} + sum_tau lambda^(T-1-tau) u_{c,tau}
     w = p[:T][::-1]                                                       # (T N)  lambda^(T-1-tau)
     ends = lax.complex(jnp.einsum("tn,cth->chn", w.real, uc), jnp.einsum("tn,cth->chn", w.imag, uc))  # (C H N)
-    lam_T = p[T]
-
-    def carry(S, end):
-        return lam_T * S + end, S                                         # emit the state before the chunk
-
-    S_last, before = lax.scan(carry, x0, ends)                            # (H N), (C H N)
+    # a diagonal recurrence on the H N lanes with transition lambda^T over C steps: the `scan` mode's route
+    log_lam_T = jnp.broadcast_to(lax.complex(T * log_lam.real, T * log_lam.imag), x0.shape)   # (H N)
+    after = chunked(log_lam_T.reshape(-1), ends.reshape(C, -1), x0.reshape(-1)).reshape(ends.shape)  # (C H N)
+    before = jnp.concatenate([x0[None], after[:-1]])                       # (C H N)  the state before each chunk
+    S_last = after[-1]                                                     # (H N)
     # read-out of the carried state: Re(sum_n W_{h,n} lambda_n^(t+1) S_{c-1,h,n})
     q = p[1:]                                                             # (T N)  lambda^(t+1)
     Q_re = W_re[None] * q.real[:, None] - W_im[None] * q.imag[:, None]    # (T H N)  Re(W lambda^(t+1))

@@ -5,23 +5,34 @@ RotRNN (in its rotated basis, pairs as complex numbers) and LRU reduce to one di
     x_t = lambda * x_{t-1} + v_t,      lambda = exp(log_lambda) in C^N,  |lambda| <= 1
 
 on one sequence: v (L N) complex, x0 (N,) complex -> states (L N). The layers batch these functions
-once with `jax.vmap`. Three routes with one signature `(log_lam, v, x0) -> states`:
+once with `jax.vmap`. Routes with one signature `(log_lam, v, x0) -> states`:
 
-* `sequential`: `lax.scan`, one step per position (the naive path, the one the others must equal);
+* `sequential`: `lax.scan`, one step per position, differentiated by plain autodiff (the naive path,
+  the one the others must equal, values and gradients);
 * `associative`: `lax.associative_scan` on the pairs (lambda, v) with the composition
   (a1, b1) o (a2, b2) = (a1 a2, a2 b1 + b2): log-depth, about twice the arithmetic;
+* `chunked` (the `scan` mode): `associative` forward, with a `jax.custom_vjp` backward that is itself a
+  diagonal recurrence, the adjoint a_t = g_t + lambda a_{t+1} run in reverse over chunks of T positions;
 * `convolution`: the kernel view in the state domain, x = (lambda^l)_l * v: a causal convolution of
   every lane with its impulse response lambda^l = exp(l log lambda), by a zero-padded FFT of length
   >= 2L (linear, not circular), plus lambda^(t+1) x0.
 
-Why `associative` is the `scan` mode: every step of `lax.scan` is already vectorised over the B x N
-lanes and a layer is dominated by its projections, so on a few CPU cores no log-depth or two-level
-scan beats the plain `lax.scan` reliably. The associative scan is still the `scan` mode because
-(1) the PyTorch side runs the chunked two-level scan, so the two sides check each other through
-different algorithms, and (2) it is the route that parallelises over L on a GPU. On a CPU,
-`sequential` is the mode to use for speed. The timings behind this are in docs/speed.md (measured
-once on this project's machine); `pytest --benchmark -k "jax and (scan_alone or layer_forward)"`
+Why the `scan` mode runs the associative scan forward: every step of `lax.scan` is already vectorised
+over the B x N lanes and a layer is dominated by its projections, so on a few CPU cores no log-depth or
+two-level scan beats the plain `lax.scan` reliably. The associative scan is still the `scan` mode's
+forward because (1) the PyTorch side runs the chunked two-level scan, so the two sides check each other
+through different algorithms, and (2) it is the route that parallelises over L on a GPU. On a CPU,
+`sequential` is the mode to use for a forward pass. The timings behind this are in docs/speed.md
+(measured once on this project's machine); `pytest --benchmark -k "jax and (scan_alone or layer_forward)"`
 (tests/bench/test_bench_jax.py) reproduces them into the benchmark JSON.
+
+Why the `scan` mode has a backward of its own: autodiff of the associative scan saves every level of
+its tree (several (L N) arrays) and replays the tree in reverse; autodiff of `lax.scan` saves the
+whole trajectory. `chunked` saves log lambda, v, x0 and the (L/T N) states at the chunk boundaries,
+and its backward recomputes one chunk's states at a time while the adjoint passes through it (see
+`chunked`). The PyTorch side's `scan` has the same backward (impls/torch/scan.py, `DiagonalScan`),
+written in PyTorch's gradient convention, which conjugates where JAX's does not (`adjoint_transition`):
+the two agree by the mathematics, not by shared code.
 
 Precision: powers are always exp(l log lambda) from the raw log-eigenvalue (never repeated products,
 never 1 - |lambda| formed by subtraction), so the modulus stays accurate for |lambda| close to 1.
@@ -32,8 +43,14 @@ sequential scan's accumulated phase error; `conv` in float32 at long L is the le
 
 from __future__ import annotations
 
+import math
+from functools import partial
+
+import jax
 import jax.numpy as jnp
 from jax import lax
+
+from linrnn.impls.errors import LinrnnError
 
 
 def exponents(start, length: int, log_lam: jnp.ndarray) -> jnp.ndarray:
@@ -65,6 +82,8 @@ def sequential(log_lam: jnp.ndarray, v: jnp.ndarray, x0: jnp.ndarray) -> jnp.nda
 
 def associative(log_lam: jnp.ndarray, v: jnp.ndarray, x0: jnp.ndarray) -> jnp.ndarray:
     """The same recurrence as a log-depth associative scan.     v (L N), x0 (N,) -> states (L N)"""
+    if v.shape[0] == 0:                                                # no positions, no states
+        return jnp.zeros_like(v)
     lam = jnp.exp(log_lam)
     v = v.at[0].add(lam * x0)                                          # x0 enters as part of v_0
 
@@ -75,6 +94,97 @@ def associative(log_lam: jnp.ndarray, v: jnp.ndarray, x0: jnp.ndarray) -> jnp.nd
 
     _, states = lax.associative_scan(compose, (jnp.broadcast_to(lam, v.shape), v), axis=0)
     return states
+
+
+# -- the `scan` mode: the associative scan, with a backward that is a chunked reverse scan ------------
+
+def chunk_length(length: int) -> int:
+    """T = 2^round(log2 sqrt(L)), at least 1: about sqrt(L) chunks of about sqrt(L) positions.
+
+    It balances the residual chunk boundaries (L/T N) against the states that the backward of `chunked`
+    recomputes at once (T N).
+    """
+    return 1 << max(0, round(math.log2(max(length, 1)) / 2))
+
+
+def adjoint_transition(log_lam: jnp.ndarray) -> jnp.ndarray:
+    """The log-transition of the adjoint recurrence in JAX's cotangent convention: log lambda itself.
+
+    JAX's VJPs are linear in the cotangent: for z = lambda x they return ct_x = lambda ct_z and
+    ct_lambda = x ct_z, with no conjugate. (Under a real loss the cotangent of a complex z is
+    dLoss/dRe z - i dLoss/dIm z, the conjugate of PyTorch's gradient, whose adjoint runs with conj(lambda).)
+    """
+    return log_lam
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(3,))
+def _chunked(log_lam, v, x0, chunk):
+    return associative(log_lam, v, x0)
+
+
+def _chunked_forward(log_lam, v, x0, chunk):
+    """The associative scan, saving log lambda, v, x0 and the state entering each chunk: no trajectory."""
+    states = associative(log_lam, v, x0)                              # (L N)
+    n_chunks = -(-v.shape[0] // chunk)
+    boundaries = jnp.concatenate([x0[None], states[chunk - 1:(n_chunks - 1) * chunk:chunk]])  # (nc N)
+    return states, (log_lam, v, x0, boundaries)
+
+
+def _chunked_backward(chunk, residuals, ct_states):
+    """The adjoint recurrence in reverse, a chunk at a time; see `chunked`.     ct_states (L N) -> cotangents"""
+    log_lam, v, x0, boundaries = residuals
+    L, N = v.shape
+    T, n_chunks = chunk, boundaries.shape[0]
+    log_adj = adjoint_transition(log_lam)                              # (N,)
+    pad = ((0, n_chunks * T - L), (0, 0))                              # zeros after the end: the adjoint
+    v_chunks = jnp.pad(v, pad).reshape(n_chunks, T, N)                # stays 0 there, so the padding drops out
+    ct_chunks = jnp.pad(ct_states, pad).reshape(n_chunks, T, N)       # (nc T N)
+
+    def one_chunk(carry, chunk_inputs):
+        a_after, total = carry                                         # (N,) adjoint entering from the right
+        S, v_c, ct_c = chunk_inputs                                    # (N,), (T N), (T N)
+        x = associative(log_lam, v_c, S)                               # (T N)  the chunk's states, recomputed
+        x_before = jnp.concatenate([S[None], x[:-1]])                  # (T N)  x_{t-1}
+        a = associative(log_adj, ct_c[::-1], a_after)[::-1]            # (T N)  a_t = ct_t + lambda a_{t+1}
+        return (a[0], total + jnp.sum(a * x_before, axis=0)), a
+
+    zero = jnp.zeros_like(x0)
+    (a_first, total), adjoint = lax.scan(one_chunk, (zero, zero), (boundaries, v_chunks, ct_chunks), reverse=True)
+    lam_adj = jnp.exp(log_adj)
+    ct_v = adjoint.reshape(n_chunks * T, N)[:L]                       # (L N)
+    return lam_adj * total, ct_v, lam_adj * a_first
+
+
+_chunked.defvjp(_chunked_forward, _chunked_backward)
+
+
+def chunked(log_lam: jnp.ndarray, v: jnp.ndarray, x0: jnp.ndarray, chunk: int | None = None) -> jnp.ndarray:
+    """The associative scan with a backward of its own: the adjoint recurrence over chunks of T positions.
+
+    log_lam (N,), v (L N), x0 (N,) complex; chunk: T, or None for `chunk_length(L)` -> states (L N)
+
+    For x_t = lambda x_{t-1} + v_t (x_{-1} = x0) and cotangents g_t of the states, in JAX's convention
+    (`adjoint_transition`), the adjoint
+
+        a_t = g_t + lambda a_{t+1},   a_L = 0                          (the same recurrence, in reverse)
+
+    gives every cotangent: ct v_t = a_t, ct x0 = lambda a_0 and, lambda = exp(log lambda) being
+    holomorphic, ct log lambda = lambda sum_t a_t x_{t-1}.
+
+    The forward is `associative`; it saves log lambda, v, x0 and the state entering each chunk, S_c =
+    x_{cT-1} (nc N): no array of size (L N) but v. The backward is one reverse `lax.scan` over the chunks:
+    chunk c recomputes its T states from S_c and runs the adjoint through them from the adjoint entering
+    at its right end (both by `associative`, log-depth in T), adds sum_t a_t x_{t-1} and emits its
+    a_t. It holds (T N) of states at a time besides its outputs; its depth is nc log T, not L. v and the
+    cotangents are zero-padded after position L - 1 to nc T positions: a reverse scan from a zero carry
+    through zero cotangents keeps the adjoint exactly 0 there, so the padding adds nothing.
+    """
+    T = chunk_length(v.shape[0]) if chunk is None else chunk
+    if not (isinstance(T, int) and T >= 1):
+        raise LinrnnError(f"chunk: expected a whole number of positions >= 1 (or None), found {chunk!r}")
+    if v.shape[0] == 0:                                                # no positions: no states, no chunks
+        return jnp.zeros_like(v)
+    return _chunked(log_lam, v, x0, T)
 
 
 def fft_length(length: int, kernel_length: int) -> int:
@@ -100,4 +210,16 @@ def convolution(log_lam: jnp.ndarray, v: jnp.ndarray, x0: jnp.ndarray) -> jnp.nd
     return causal_fft_conv(powers(log_lam, exponents(0, L, log_lam)), v) + powers(log_lam, exponents(1, L, log_lam)) * x0
 
 
-ROUTES = {"sequential": sequential, "scan": associative, "conv": convolution}
+def device_scan(log_lam: jnp.ndarray, v: jnp.ndarray, x0: jnp.ndarray) -> jnp.ndarray:
+    """The `scan` mode: the Pallas kernel (`pallas_scan.scan`) when JAX runs on a GPU, else `chunked`.
+
+    Both have their own VJP (the adjoint recurrence). The Pallas module is imported only on a GPU, so a
+    CPU installation never needs Pallas' GPU lowering.
+    """
+    if jax.default_backend() == "gpu":
+        from linrnn.impls.jax import pallas_scan
+        return pallas_scan.scan(log_lam, v, x0)
+    return chunked(log_lam, v, x0)
+
+
+ROUTES = {"sequential": sequential, "scan": device_scan, "conv": convolution}

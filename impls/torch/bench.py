@@ -1,10 +1,24 @@
-"""The timing harness of the PyTorch layers, shared by `tests/bench/test_bench_torch.py` and the report.
+"""The timing harness of the PyTorch layers, shared by `tests/bench/` and the report.
 
     forward, info = make_forward("lru", "scan", B=8, L=4096, H=128, N=128, heads=16, dtype="float32")
     forward()                      # one forward pass, synchronised (inference: no autograd graph)
     median_ms(forward)             # warm-up, then the median of a few timed calls
+    train, info = make_forward_backward("lru", "scan", B=8, L=4096, H=128, N=128)
+    train()                        # y = layer(u); y.sum().backward(): gradients of every parameter and u
 
 `N` is the layer's whole state: RotRNN gets `heads` heads of N / heads each; LRU and DLR get N.
+Beside the layers, with the same `(call, info)` return and a `direction` ('forward' or
+'forward+backward', the latter always `sum(out).backward()` including the forward):
+
+    make_gemm_floor     the two projections of an LRU layer alone, (u W_in) W_out with W_in (H 2N):
+                        N complex modes as 2N real columns; a layer that projects into its state and
+                        back cannot be faster than these two matrix products
+    make_peer           s5-pytorch or LRU-pytorch at (H, N) (`linrnn.impls.torch.peers`)
+    make_scan_alone     the recurrence alone on (B L n 2) pairs: 'chunked' (this package's scan,
+                        `scan.chunked`) or 'triton' (`triton_scan.scan`, CUDA)
+
+Every builder allocates its parameters and inputs last, after calling `before_inputs()` if given
+(the memory probes' start: `linrnn.impls.bench.PeakRSS`, `CudaPeak`); no builder runs its call.
 Numbers on a shared CPU are noisy (docs/speed.md): time alone, compare ratios, and never
 assert on a timing in a test.
 """
@@ -14,13 +28,17 @@ from __future__ import annotations
 import platform
 import statistics
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 
-from linrnn.impls.bench import info_record, layer_config, median_ms  # noqa: F401  (median_ms: re-exported)
+from linrnn.impls.bench import (check_direction, info_record, layer_config,  # noqa: F401  (median_ms: re-exported)
+                                median_ms)
+from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.torch.layer import torch_dtype
+
+SCAN_ROUTES = ("chunked", "triton")
 
 
 def device_name(device: torch.device) -> str:
@@ -29,31 +47,177 @@ def device_name(device: torch.device) -> str:
     return f"{device.type} ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
 
 
+def _device(device) -> torch.device:
+    """The given device, or torch's default device (where a tensor made without `device=` lives)."""
+    return torch.device(device) if device is not None else torch.empty(0).device
+
+
+def _synchronise(dev: torch.device) -> None:
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+def _call(direction: str, run: Callable[[], torch.Tensor], leaves: Sequence[torch.Tensor],
+          dev: torch.device) -> Callable[[], torch.Tensor]:
+    """A synchronised call of `run` (-> out): forward under no_grad, or sum(out).backward() w.r.t. `leaves`.
+
+    forward+backward returns the gradient of the last leaf (the input); gradients are reset to None
+    before each call, so nothing accumulates from call to call.
+    """
+    if check_direction(direction) == "forward":
+        def forward() -> torch.Tensor:
+            with torch.no_grad():
+                out = run()
+            _synchronise(dev)
+            return out
+        return forward
+
+    for leaf in leaves:
+        leaf.requires_grad_(True)
+
+    def forward_backward() -> torch.Tensor:
+        for leaf in leaves:
+            leaf.grad = None
+        run().sum().backward()
+        _synchronise(dev)
+        return leaves[-1].grad
+    return forward_backward
+
+
+def _normal(shape, dtype: torch.dtype, dev: torch.device, seed: int) -> torch.Tensor:
+    """Standard normal numbers drawn on the device itself (no host copy of a large input)."""
+    return torch.randn(shape, generator=torch.Generator(dev).manual_seed(seed), dtype=dtype, device=dev)
+
+
+def _info(what: dict, B: int, L: int, dtype: str, dev: torch.device, direction: str) -> dict:
+    return {"backend": "torch", **what, "B": B, "L": L, "dtype": dtype, "device": device_name(dev),
+            "torch": torch.__version__, "direction": direction, "grad": direction != "forward"}
+
+
+def _layer_call(direction: str, kind: str, mode: str, B: int, L: int, H: int, N: int, heads: int, dtype: str,
+                seed: int, device, before_inputs) -> tuple[Callable[[], torch.Tensor], dict]:
+    from linrnn.impls.torch import from_bundle   # the package imports this module's siblings
+
+    cfg = layer_config(kind, H, N, heads)
+    dev, real = _device(device), torch_dtype(dtype)
+    if before_inputs is not None:
+        before_inputs()
+    layer = from_bundle(init(cfg, seed), real, dev)
+    u = _normal((B, L, H), real, dev, seed)                                        # (B L H)
+    call = _call(direction, lambda: layer(u, mode)[0], [*layer.parameters(), u], dev)
+    return call, _info(info_record(kind, mode, B, L, H, N, heads, dtype), B, L, dtype, dev, direction)
+
+
 def make_forward(kind: str, mode: str, B: int, L: int, H: int, N: int, heads: int = 16, dtype: str = "float32",
-                 seed: int = 0, device: str | torch.device | None = None) -> tuple[Callable[[], torch.Tensor], dict]:
+                 seed: int = 0, device: str | torch.device | None = None, *,
+                 before_inputs: Callable[[], None] | None = None) -> tuple[Callable[[], torch.Tensor], dict]:
     """A layer at the given sizes and a callable running its forward pass in `mode` on a fixed input.
 
     -> (forward, info): forward() returns y (B L H) after synchronising the device; info records
        kind, mode, B, L, H, N, heads, dtype, device and torch's version, for benchmark records.
        The same signature, defaults and return type as `linrnn.impls.jax.bench.make_forward`.
     """
-    from linrnn.impls.torch import from_bundle   # the package imports this module's siblings
+    return _layer_call("forward", kind, mode, B, L, H, N, heads, dtype, seed, device, before_inputs)
 
-    cfg = layer_config(kind, H, N, heads)
-    layer = from_bundle(init(cfg, seed), torch_dtype(dtype), device)
-    dev = layer.D.device
-    u = torch.randn(B, L, H, generator=torch.Generator().manual_seed(seed), dtype=layer.dtype).to(dev)
 
-    def forward() -> torch.Tensor:
-        with torch.no_grad():
-            y, _ = layer(u, mode)
-        if dev.type == "cuda":
-            torch.cuda.synchronize(dev)
-        return y
+def make_forward_backward(kind: str, mode: str, B: int, L: int, H: int, N: int, heads: int = 16,
+                          dtype: str = "float32", seed: int = 0, device: str | torch.device | None = None, *,
+                          before_inputs: Callable[[], None] | None = None) -> tuple[Callable[[], torch.Tensor], dict]:
+    """As `make_forward`, but the call runs y = layer(u, mode), then y.sum().backward().
 
-    info = {"backend": "torch", **info_record(kind, mode, B, L, H, N, heads, dtype), "device": device_name(dev),
-            "torch": torch.__version__, "grad": False}
-    return forward, info
+    Every parameter and u require gradients; the call returns du (B L H) after synchronising.
+    """
+    return _layer_call("forward+backward", kind, mode, B, L, H, N, heads, dtype, seed, device, before_inputs)
+
+
+def make_gemm_floor(direction: str, B: int, L: int, H: int, N: int, dtype: str = "float32", seed: int = 0,
+                    device: str | torch.device | None = None, *,
+                    before_inputs: Callable[[], None] | None = None) -> tuple[Callable[[], torch.Tensor], dict]:
+    """The two real matrix products of an LRU layer of N complex modes alone: y = (u W_in) W_out.
+
+    W_in (H 2N), W_out (2N H), u (B L H): the projection into the state and back, nothing between.
+    forward+backward differentiates sum(y) with respect to W_in, W_out and u.
+    """
+    dev, real = _device(device), torch_dtype(dtype)
+    if before_inputs is not None:
+        before_inputs()
+    W_in = _normal((H, 2 * N), real, dev, seed + 1) / H ** 0.5                     # (H 2N)
+    W_out = _normal((2 * N, H), real, dev, seed + 2) / (2 * N) ** 0.5              # (2N H)
+    u = _normal((B, L, H), real, dev, seed)                                        # (B L H)
+    call = _call(direction, lambda: (u @ W_in) @ W_out, [W_in, W_out, u], dev)
+    return call, _info({"what": "gemm floor", "H": H, "N": N}, B, L, dtype, dev, direction)
+
+
+def make_peer(name: str, direction: str, B: int, L: int, H: int, N: int, dtype: str = "float32", seed: int = 0,
+              device: str | torch.device | None = None, *,
+              before_inputs: Callable[[], None] | None = None) -> tuple[Callable[[], torch.Tensor], dict]:
+    """Peer `name` ('s5-pytorch', 'lru-pytorch') at (H, N) on u (B L H); LinrnnError if it is not installed."""
+    from linrnn.impls.torch import peers
+
+    dev = _device(device)
+    reason = peers.missing_reason(name)
+    if reason:
+        raise LinrnnError(reason)
+    if before_inputs is not None:
+        before_inputs()
+    layer = peers.make_layer(name, H, N, seed=seed, dtype=torch_dtype(dtype), device=dev)
+    u = _normal((B, L, H), torch_dtype(dtype), dev, seed)                          # (B L H)
+    call = _call(direction, lambda: layer(u), [*layer.parameters(), u], dev)
+    return call, _info({"what": "peer", "peer": name, "H": H, "N": N}, B, L, dtype, dev, direction)
+
+
+def make_scan_alone(route: str, direction: str, B: int, L: int, n: int, dtype: str = "float32", seed: int = 0,
+                    device: str | torch.device | None = None, *,
+                    before_inputs: Callable[[], None] | None = None) -> tuple[Callable[[], torch.Tensor], dict]:
+    """The recurrence alone on v (B L n 2) pairs from x0 = 0: route 'chunked' (`scan.chunked`) or 'triton'.
+
+    forward+backward differentiates the sum of the states with respect to log_lambda (n,) and v.
+    'triton' needs `linrnn.impls.torch.triton_scan` and its `available()`; else a LinrnnError with the reason.
+    """
+    if route not in SCAN_ROUTES:
+        raise LinrnnError(f"route: expected one of {', '.join(SCAN_ROUTES)}, found {route!r}")
+    if route == "triton":
+        try:
+            from linrnn.impls.torch import triton_scan
+        except ImportError as err:
+            raise LinrnnError(f"triton scan: cannot import linrnn.impls.torch.triton_scan ({err})") from None
+        if not triton_scan.available():
+            raise LinrnnError(f"triton scan: {triton_scan.unavailable_reason()}")
+        scan = triton_scan.scan
+    else:
+        from linrnn.impls.torch.scan import chunked as scan
+    dev, real = _device(device), torch_dtype(dtype)
+    if before_inputs is not None:
+        before_inputs()
+    generator = torch.Generator(dev).manual_seed(seed)
+    log_lam = torch.complex(-0.1 * torch.rand(n, generator=generator, dtype=real, device=dev),
+                            6.0 * torch.rand(n, generator=generator, dtype=real, device=dev))   # (n,)
+    v = _normal((B, L, n, 2), real, dev, seed)                                                   # (B L n 2)
+    call = _call(direction, lambda: scan(log_lam, v), [log_lam, v], dev)
+    return call, _info({"what": "scan alone", "route": route, "n": n}, B, L, dtype, dev, direction)
+
+
+class CudaPeak:
+    """Peak CUDA memory allocated by tensors from `start()` to `peak_bytes()` (PyTorch's caching allocator).
+
+    Counts what `torch.cuda.max_memory_allocated` counts: live tensors' bytes (rounded to the
+    allocator's blocks), not memory the cache holds unused; the baseline is what was allocated at start.
+    """
+
+    def __init__(self, device=None):
+        self.device = torch.device(device or "cuda")
+        self.baseline: int | None = None
+
+    def start(self) -> None:
+        torch.cuda.synchronize(self.device)
+        torch.cuda.reset_peak_memory_stats(self.device)
+        self.baseline = torch.cuda.memory_allocated(self.device)
+
+    def peak_bytes(self) -> int:
+        if self.baseline is None:
+            raise LinrnnError("peak memory: CudaPeak.peak_bytes() called before start()")
+        torch.cuda.synchronize(self.device)
+        return torch.cuda.max_memory_allocated(self.device) - self.baseline
 
 
 def scan_candidates(B: int = 8, L: int = 4096, n: int = 128, chunks=(16, 32, 64, 128, 256),

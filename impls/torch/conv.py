@@ -36,3 +36,74 @@ def causal_conv(k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     else:
         y = torch.fft.irfft(torch.fft.rfft(v_t, n=n) * torch.fft.rfft(k_t, n=n), n=n)
     return y[..., :L].movedim(-1, 1)                      # (B L ...)
+
+
+# -- the depthwise real convolution as one autograd Function ----------------------------------------
+
+BLOCK = 2**21       # at most this many complex frequency entries (B x channels x n/2) per block of channels
+SHARE = 8           # and at most 1/SHARE of the channels at once (if there are that many)
+
+
+def channel_block(B: int, H: int, n: int) -> int:
+    """Channels per block: the FFT temporaries of one block stay a small part of the layer's memory."""
+    return max(1, min(BLOCK // max(1, B * (n // 2 + 1)), -(-H // SHARE)))
+
+
+class DepthwiseConv(torch.autograd.Function):
+    """y_t = sum_{l < Lk, l <= t} k_l u_{t-l} per channel (real), by FFT, a block of channels at a time.
+
+    Autograd through `causal_conv` keeps both spectra (2 x B H n/2 complex, n >= L + Lk: four times the
+    input) and the padded inverse transform. This Function keeps only u and k and recomputes the
+    spectra in the backward, where both gradients are correlations, again by FFT of length n:
+
+        grad u_s = sum_t g_t k_{t-s}         = irfft(G conj(K))[s],            s < L
+        grad k_l = sum_{b,t} g_t u_{t-l}     = irfft(sum_b G conj(U))[l],      l < Lk
+
+    (n >= L + Lk leaves no wrap-around in either: negative lags land in the zero padding).
+    """
+
+    @staticmethod
+    def forward(ctx, k, u):
+        ctx.save_for_backward(k, u)
+        return _depthwise_forward(k, u)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g):
+        k, u = ctx.saved_tensors
+        (Lk, H), (B, L, _) = k.shape, u.shape
+        n = fft_length(L, Lk)
+        g_k = torch.empty_like(k) if ctx.needs_input_grad[0] else None
+        g_u = torch.empty_like(u) if ctx.needs_input_grad[1] else None
+        for h in _channel_blocks(B, H, n):
+            G = torch.fft.rfft(g[:, :, h].movedim(1, -1), n=n)                    # (B h n/2+1)
+            if g_u is not None:
+                K = torch.fft.rfft(k[:, h].movedim(0, -1), n=n)
+                g_u[:, :, h] = torch.fft.irfft(G * K.conj(), n=n)[..., :L].movedim(-1, 1)
+            if g_k is not None:
+                U = torch.fft.rfft(u[:, :, h].movedim(1, -1), n=n)
+                g_k[:, h] = torch.fft.irfft((G * U.conj()).sum(0), n=n)[..., :Lk].T
+        return g_k, g_u
+
+
+def _depthwise_forward(k: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    (Lk, H), (B, L, _) = k.shape, u.shape
+    n = fft_length(L, Lk)
+    y = torch.empty_like(u)                                                       # (B L H)
+    for h in _channel_blocks(B, H, n):
+        U = torch.fft.rfft(u[:, :, h].movedim(1, -1), n=n)                        # (B h n/2+1)
+        K = torch.fft.rfft(k[:, h].movedim(0, -1), n=n)                           # (h n/2+1)
+        y[:, :, h] = torch.fft.irfft(U * K, n=n)[..., :L].movedim(-1, 1)
+    return y
+
+
+def _channel_blocks(B: int, H: int, n: int) -> list[slice]:
+    size = channel_block(B, H, n)
+    return [slice(s, min(H, s + size)) for s in range(0, H, size)]
+
+
+def depthwise_conv(k: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """`causal_conv` for a real kernel k (Lk H) and real input u (B L H), with its own backward."""
+    if torch.is_grad_enabled() and (k.requires_grad or u.requires_grad):
+        return DepthwiseConv.apply(k, u)
+    return _depthwise_forward(k, u)

@@ -27,6 +27,7 @@ import torch
 from linrnn.impls.torch import scan as scans
 from linrnn.impls.torch.conv import causal_conv
 from linrnn.impls.torch.layer import Mixer
+from linrnn.impls.torch.layer_scan import layer_scan
 
 
 @dataclass
@@ -79,7 +80,7 @@ def lane_conv(log_lam: torch.Tensor, v: torch.Tensor, x0: torch.Tensor | None = 
 
 
 def _run(recurrence, f: DiagonalForm, u: torch.Tensor, x0: torch.Tensor | None):
-    v = project(f, u)                                                         # (B L n 2)
+    v = project(f, u).to(f.D.dtype)                                           # (B L n 2) (float32 under autocast)
     states = recurrence(f.log_lam, v, x0)                                     # (B L n 2)
     backward = None
     if f.W_out_rev is not None:
@@ -93,8 +94,15 @@ def sequential(f: DiagonalForm, u: torch.Tensor, x0: torch.Tensor | None = None)
 
 
 def scan(f: DiagonalForm, u: torch.Tensor, x0: torch.Tensor | None = None):
-    """The chunked two-level scan.     u (B L H), x0 (B n 2) or None -> y (B L H), x_L (B n 2)"""
-    return _run(scans.scan, f, u, x0)
+    """The chunked two-level scan: on CUDA with Triton the fused kernel (`triton_scan`), elsewhere the
+    block-by-block Function of `layer_scan`, both with their own backward.
+
+    u (B L H), x0 (B n 2) or None -> y (B L H), x_L (B n 2)
+    """
+    kernel = scans.device_kernel(u.device)
+    if kernel is not None:
+        return _run(kernel, f, u, x0)
+    return layer_scan(f.log_lam, f.W_in, f.W_out, f.W_out_rev, f.D, u, x0)
 
 
 def conv(f: DiagonalForm, u: torch.Tensor, x0: torch.Tensor | None = None):
@@ -119,6 +127,7 @@ class DiagonalMixer(Mixer):
     A subclass defines `config_type`, `materialise` and the state conversions (`to_native`, `from_native`).
     """
 
+    autocast_modes = ("scan",)            # the projections of `layer_scan` in bf16 under autocast
     sequential = staticmethod(sequential)
     scan = staticmethod(scan)
     conv = staticmethod(conv)

@@ -40,7 +40,7 @@ import torch.nn.functional as F
 
 from linrnn.impls.config import DLRConfig
 from linrnn.impls.torch import scan as scans
-from linrnn.impls.torch.conv import causal_conv
+from linrnn.impls.torch.conv import depthwise_conv
 from linrnn.impls.torch.layer import Mixer
 from linrnn.impls.torch.scan import complex_dtype
 
@@ -126,7 +126,7 @@ def advance(log_lam: torch.Tensor, u: torch.Tensor, x0: torch.Tensor | None) -> 
 # -- the causal part of each view: (y without D u, final state or None) -----------------------------
 
 def _causal_conv(log_lam, W, u, x0, Lk, with_state):
-    y = causal_conv(kernel(log_lam, W, Lk), u)                              # (B L H)
+    y = depthwise_conv(kernel(log_lam, W, Lk), u)                           # (B L H)
     if x0 is not None:
         y = y + free_response(log_lam, W, x0, u.shape[1])
     return y, (advance(log_lam, u, x0) if with_state else None)
@@ -136,17 +136,28 @@ def _causal_chunked(log_lam, W, u, x0, T, with_state):
     B, L, H = u.shape
     nc = -(-L // T)
     chunks = F.pad(u, (0, 0, 0, nc * T - L)).view(B * nc, T, H)             # (B*nc T H)
-    y = causal_conv(kernel(log_lam, W, T), chunks)                          # inside each chunk, from zero
+    y = depthwise_conv(kernel(log_lam, W, T), chunks)                       # inside each chunk, from zero
     ends = advance(log_lam, chunks, None).unflatten(0, (B, nc))             # (B nc H N)
-    lam_T = scans.powers(log_lam, torch.full((1,), T, dtype=u.dtype, device=u.device))[0]
-    carry = torch.zeros_like(ends[:, 0]) if x0 is None else x0
-    carries = [carry]
-    for c in range(nc - 1):                                                 # the state before each chunk
-        carry = torch.addcmul(ends[:, c], lam_T, carry)
-        carries.append(carry)
-    y = (y + free_response(log_lam, W, torch.stack(carries, dim=1).flatten(0, 1), T)).reshape(B, nc * T, H)
+    carries = chunk_carries(log_lam, ends, x0, T)                           # (B nc H N)
+    y = (y + free_response(log_lam, W, carries.flatten(0, 1), T)).reshape(B, nc * T, H)
     last = L - (nc - 1) * T                                                 # valid positions of the last chunk
-    return y[:, :L], (advance(log_lam, u[:, L - last:], carries[-1]) if with_state else None)
+    return y[:, :L], (advance(log_lam, u[:, L - last:], carries[:, -1]) if with_state else None)
+
+
+def chunk_carries(log_lam, ends, x0, T):
+    """The state before each chunk, S_0 = x0 (or 0) and S_c = lambda^T S_{c-1} + E_{c-1}.
+
+    One diagonal recurrence over the B x H x N lanes with transition lambda^T, run by `scan.chunked`
+    (whose backward is the adjoint scan, not autograd through a loop over the chunks).
+    ends (B nc H N) complex, x0 (B H N) complex or None -> (B nc H N) complex
+    """
+    B, nc, H, N = ends.shape
+    start = torch.zeros_like(ends[:, 0]) if x0 is None else x0.resolve_conj()
+    if nc == 1:
+        return start[:, None]
+    v = torch.view_as_real(ends[:, :-1].reshape(B, nc - 1, H * N))         # (B nc-1 HN 2)
+    x = scans.chunked((T * log_lam).repeat(H), v, torch.view_as_real(start.reshape(B, H * N)))
+    return torch.cat([start[:, None], torch.view_as_complex(x.contiguous()).view(B, nc - 1, H, N)], dim=1)
 
 
 def _both_directions(f: DLRForm, cfg: DLRConfig, u: torch.Tensor, x0, causal):

@@ -39,6 +39,11 @@ def torch_dtype(dtype: Any) -> torch.dtype:
     return TORCH_DTYPES[checks.check_dtype(name, "torch")]
 
 
+def autocast_dtype(device: torch.device) -> torch.dtype | None:
+    """The dtype autocast is on with for `device` (bf16 by the GPU policy), or None when it is off."""
+    return torch.get_autocast_dtype(device.type) if torch.is_autocast_enabled(device.type) else None
+
+
 def check_mode(mode: str) -> str:
     return checks.check_mode(mode, "torch")
 
@@ -85,6 +90,9 @@ class Mixer(nn.Module):
     """
 
     config_type: ClassVar[type]
+    # Modes whose projections run in the autocast dtype when autocast is on (the recurrence stays in the
+    # layer's dtype, docs/precision.md, "Mixed precision"); every other mode runs wholly in the layer's dtype.
+    autocast_modes: ClassVar[tuple[str, ...]] = ()
 
     @property
     def recurrence_keys(self) -> tuple[str, ...]:
@@ -122,7 +130,7 @@ class Mixer(nn.Module):
         if u.ndim != ndim or u.shape[-1] != H or 0 in u.shape:
             raise LinrnnError(f"input: expected shape {shape} with H = {H} and no empty dimension, "
                               f"found {tuple(u.shape)}")
-        if u.dtype != self.dtype:
+        if u.dtype != self.dtype and u.dtype != autocast_dtype(u.device):
             raise LinrnnError(f"input: expected dtype {self.dtype} (the layer's), found {u.dtype}")
 
     def check_state(self, state: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> None:
@@ -152,12 +160,15 @@ class Mixer(nn.Module):
         self.check_input(u)
         self.check_streaming(mode, state)
         self.check_view(mode, u.shape[1], state)
-        m = self.materialise()
-        x0 = None if state is None else self.to_native(m, state, u.shape[0])
-        if mode == "step":
-            y, x = self.stepwise(m, u, x0)
-        else:
-            y, x = getattr(self, mode)(m, u, x0)
+        amp = autocast_dtype(u.device)
+        with torch.autocast(u.device.type, dtype=amp or torch.bfloat16, enabled=amp is not None and mode in self.autocast_modes):
+            u = u.to(self.dtype)                                       # a bf16 input under autocast: the layer's dtype
+            m = self.materialise()
+            x0 = None if state is None else self.to_native(m, state, u.shape[0])
+            if mode == "step":
+                y, x = self.stepwise(m, u, x0)
+            else:
+                y, x = getattr(self, mode)(m, u, x0)
         if x is None or self.config.bidirectional:
             return y, None
         return y, self.from_native(m, x)

@@ -31,6 +31,13 @@ the one the chunked scan must equal. The timings behind this choice are in docs/
 once on this project's machine); `pytest --benchmark -k torch_scan_alone` (tests/bench/test_bench_torch.py,
 via `linrnn.impls.torch.bench.scan_timings`) reproduces them into the benchmark JSON.
 
+Gradients: under autograd `chunked` is `DiagonalScan`, whose backward is the adjoint recurrence run as the
+same chunked scan in reverse time with the transition conjugated, the states recomputed from the saved
+chunk boundaries (the derivation is in its docstring). Autograd through the Python loop instead made
+every slice's backward allocate a zero buffer the size of the whole input, O(L^1.5) work and memory:
+fwd+bwd grew 13x from L = 1024 to 4096 (docs/speed.md, "Training speed and memory"). The layers' `scan`
+view goes one step further (`layer_scan.py`): projections, scan and read-out in one Function.
+
 Precision: step 2 multiplies carries by lambda^T = exp(T log lambda) and step 3 by exp(k log lambda),
 each accurate to a few ulps, so the error grows with min(L, 1/(1 - |lambda|)) as the loop's does
 (the tolerance table's `memory`).
@@ -65,7 +72,14 @@ def powers(log_lam: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
     makes every matrix product and FFT that touches them several times slower on x86 CPUs (measured
     on the DLR kernel-form products at L = 4096, float32: 80 ms instead of 15 ms). The test is on the
     modulus only: a part that is exactly zero (sin 0) must keep its derivative.
+    Differentiable in log_lam through `Powers`, which keeps no (S n) intermediate for the backward.
     """
+    if torch.is_grad_enabled() and log_lam.requires_grad:
+        return Powers.apply(log_lam, steps)
+    return _powers(log_lam, steps)
+
+
+def _powers(log_lam: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
     finfo = torch.finfo(steps.dtype)
     log_threshold = math.log(finfo.tiny / finfo.eps)
     exponent = steps[:, None] * log_lam                                # (S n)
@@ -73,6 +87,27 @@ def powers(log_lam: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
     modulus = torch.exp(exponent.real.clamp(min=log_threshold))        # no subnormals inside exp either
     modulus = torch.where(underflow, torch.zeros_like(modulus), modulus)
     return torch.polar(modulus, exponent.imag)                         # real exp, cos, sin: vectorised
+
+
+class Powers(torch.autograd.Function):
+    """`powers` with the derivative d lambda^k / d log lambda = k lambda^k, the powers recomputed in the backward.
+
+    Autograd through `_powers` would keep five (S n) intermediates (the exponent, the clamp, the mask,
+    the modulus, the polar form): for DLR's kernel at L = 16384, N = 128, more than the layer's input.
+    A flushed power is a constant zero, as in `_powers` (its derivative is zero there too).
+    """
+
+    @staticmethod
+    def forward(ctx, log_lam, steps):
+        ctx.save_for_backward(log_lam, steps)
+        return _powers(log_lam, steps)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        log_lam, steps = ctx.saved_tensors
+        derivative = _powers(log_lam, steps) * steps[:, None]              # (S n)  k lambda^k
+        return (grad * derivative.conj()).sum(0), None
 
 
 def rotation_scaling(log_lam: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
@@ -122,24 +157,15 @@ def chunked(log_lam: torch.Tensor, v: torch.Tensor, x0: torch.Tensor | None = No
     x0       (B n 2) real or None   state before v_0 (zeros if None)
     chunk    T, or None for `chunk_length(L)`
     -> states (B L n 2) real, x_t for t = 0..L-1
-    """
-    B, L, n, _ = v.shape
-    T = chunk_length(L) if chunk is None else chunk
-    nc = -(-L // T)
-    cdtype = complex_dtype(v.dtype)
-    log_lam = log_lam.to(cdtype)
-    padded = F.pad(v, (0, 0, 0, 0, 0, nc * T - L)) if nc * T != L else v.contiguous()
-    w = torch.view_as_complex(padded).view(B, nc, T, n)               # (B nc T n)
 
-    steps = torch.arange(T + 1, device=v.device, dtype=v.dtype)
-    lam_powers = powers(log_lam, steps)                               # (T+1 n)  lambda^t, t = 0..T
-    lam, lam_T = lam_powers[1], lam_powers[T]                         # (n,), (n,)
-    carry = torch.zeros(B, n, dtype=cdtype, device=v.device) if x0 is None else torch.view_as_complex(x0.contiguous())
+    Under autograd this is `DiagonalScan`: the same forward arithmetic, and a backward that is itself a
+    chunked scan (the adjoint recurrence, below), not autograd through the Python loop.
+    """
+    T = chunk_length(v.shape[1]) if chunk is None else chunk
+    log_lam = log_lam.to(complex_dtype(v.dtype))
     if differentiable(v, log_lam, x0):
-        states = _chunked_autograd(lam, lam_T, lam_powers[1:], w, carry)
-    else:
-        states = _chunked_inplace(lam, lam_T, lam_powers[1:], w, carry)
-    return torch.view_as_real(states.reshape(B, nc * T, n)[:, :L])    # (B L n 2)
+        return DiagonalScan.apply(log_lam, v, x0, T)
+    return _forward(log_lam, v, x0, T)[0]
 
 
 def differentiable(*tensors) -> bool:
@@ -147,37 +173,159 @@ def differentiable(*tensors) -> bool:
     return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
 
-def _chunked_autograd(lam, lam_T, fixup, w, carry):
-    """Steps 1-3 out of place, for autograd.     w (B nc T n) complex -> states (B nc T n)"""
-    T, nc = w.shape[2], w.shape[1]
-    h = w[:, :, 0]                                                    # (B nc n)
-    local = [h]
-    for t in range(1, T):                                             # 1. inside every chunk, from zero
-        h = torch.addcmul(w[:, :, t], lam, h)
-        local.append(h)
-    local = torch.stack(local, dim=2)                                 # (B nc T n)
-    carries = [carry]
-    for c in range(nc - 1):                                           # 2. the state before each chunk
-        carry = torch.addcmul(local[:, c, -1], lam_T, carry)
-        carries.append(carry)
-    carries = torch.stack(carries, dim=1)                             # (B nc n)
-    return torch.addcmul(local, carries[:, :, None], fixup)           # 3. the fix-up, lambda^(t+1) S_c
+# -- the chunked scan on complex chunks (B nc T n), forward or reverse in time ------------------------
+
+def to_chunks(x: torch.Tensor, T: int) -> torch.Tensor:
+    """Pairs (B L n 2) -> complex chunks (B nc T n), zero-padded after the sequence to nc T positions.
+
+    A forward scan meets the padding last. A reverse scan meets it first, from a zero state, so it stays
+    zero there and the scan enters position L - 1 with the state it would have had without padding: every
+    reverse scan of this package enters the padded end with a zero carry.
+    """
+    B, L, n, _ = x.shape
+    nc = -(-L // T)
+    x = F.pad(x, (0, 0, 0, 0, 0, nc * T - L)) if nc * T != L else x.contiguous()
+    return torch.view_as_complex(x).view(B, nc, T, n)
 
 
-def _chunked_inplace(lam, lam_T, fixup, w, carry):
-    """Steps 1-3 written into one buffer (inference: no autograd graph); the same arithmetic as above."""
-    T, nc = w.shape[2], w.shape[1]
-    states = torch.empty_like(w)                                      # (B nc T n)
-    states[:, :, 0] = w[:, :, 0]
-    for t in range(1, T):                                             # 1.
-        torch.addcmul(w[:, :, t], lam, states[:, :, t - 1], out=states[:, :, t])
-    carries = torch.empty_like(w[:, :, 0])                            # (B nc n)
-    carries[:, 0] = carry
-    for c in range(1, nc):                                            # 2.
-        torch.addcmul(states[:, c - 1, -1], lam_T, carries[:, c - 1], out=carries[:, c])
-    return states.addcmul_(carries[:, :, None], fixup)                # 3.
+def from_chunks(chunks: torch.Tensor, L: int) -> torch.Tensor:
+    """Complex chunks (B nc T n) -> pairs (B L n 2), the padding dropped (a view)."""
+    B, nc, T, n = chunks.shape
+    return torch.view_as_real(chunks.reshape(B, nc * T, n)[:, :L])
+
+
+def local_scan(lam: torch.Tensor, w: torch.Tensor, out: torch.Tensor, reverse: bool = False) -> torch.Tensor:
+    """Step 1: the recurrence inside every chunk from a zero state, all chunks at once, written into `out`.
+
+    lam (n,), w and out (B nc T n) complex. Reverse: out_t = w_t + lambda out_{t+1} from the chunk's end.
+    """
+    T = w.shape[2]
+    first, order, prev = (0, range(1, T), -1) if not reverse else (T - 1, range(T - 2, -1, -1), 1)
+    out[:, :, first] = w[:, :, first]
+    for t in order:
+        torch.addcmul(w[:, :, t], lam, out[:, :, t + prev], out=out[:, :, t])
+    return out
+
+
+def scan_chunks(lam_powers: torch.Tensor, w: torch.Tensor, carry: torch.Tensor | None,
+                reverse: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """Steps 1-3 on complex chunks: the states and the state entering every chunk (its boundary).
+
+    lam_powers (T+1 n)   lambda^k for k = 0..T
+    w          (B nc T n) inputs
+    carry      (B n) or None: the state entering the first chunk (the last one, reverse)
+    -> states (B nc T n), boundaries (B nc n)
+    """
+    B, nc, T, n = w.shape
+    lam, lam_T = lam_powers[1], lam_powers[T]
+    states = local_scan(lam, w, torch.empty_like(w), reverse)
+    boundaries = torch.empty_like(w[:, :, 0])                         # (B nc n)
+    first, order, prev, end = (0, range(1, nc), -1, T - 1) if not reverse else (nc - 1, range(nc - 2, -1, -1), 1, 0)
+    if carry is None:
+        boundaries[:, first] = 0
+    else:
+        boundaries[:, first] = carry
+    for c in order:                                                   # 2. the carries
+        torch.addcmul(states[:, c + prev, end], lam_T, boundaries[:, c + prev], out=boundaries[:, c])
+    fixup = lam_powers[1:] if not reverse else lam_powers[1:].flip(0) # lambda^(t+1), reverse lambda^(T-t)
+    states.addcmul_(boundaries[:, :, None], fixup)                    # 3. the fix-up
+    return states, boundaries
+
+
+def _forward(log_lam, v, x0, T):
+    """The chunked scan without a graph.     -> states (B L n 2), boundaries (B nc n) complex"""
+    L = v.shape[1]
+    lam_powers = powers(log_lam, torch.arange(T + 1, device=v.device, dtype=v.dtype))   # (T+1 n)
+    carry = None if x0 is None else torch.view_as_complex(x0.contiguous())
+    states, boundaries = scan_chunks(lam_powers, to_chunks(v, T), carry)
+    return from_chunks(states, L), boundaries
+
+
+# -- the backward: the adjoint recurrence, itself a scan -------------------------------------------
+
+BLOCK = 2**21       # complex entries of the states recomputed at once in the backward (32 MiB in complex128)
+
+
+class DiagonalScan(torch.autograd.Function):
+    """`chunked` with its own backward: the adjoint of a diagonal recurrence is a diagonal recurrence.
+
+    For a real loss and x_t = lambda x_{t-1} + v_t (PyTorch's convention: the gradient of a complex z is
+    dLoss/dRe z + i dLoss/dIm z), with g_t the gradient arriving at x_t, the adjoint
+
+        a_t = g_t + conj(lambda) a_{t+1},   a_L = 0                    (a scan in reverse time)
+
+    gives every gradient:
+
+        grad v_t = a_t,   grad x0 = conj(lambda) a_0,
+        grad lambda = sum_{b,t} a_t conj(x_{t-1})  (x_{-1} = x0),   grad log lambda = conj(lambda) grad lambda
+
+    (lambda = exp(log lambda) is holomorphic). The adjoint runs as the same chunked scan in reverse, with
+    the transition conjugated. The states x_{t-1} are not stored: the forward saves only the state entering
+    each chunk (B nc n), and the backward recomputes the states a block of chunks at a time (at most
+    `BLOCK` entries), so the backward holds v, the adjoint and one block, not a second trajectory.
+    """
+
+    @staticmethod
+    def forward(ctx, log_lam, v, x0, T):
+        states, boundaries = _forward(log_lam, v, x0, T)
+        ctx.save_for_backward(log_lam, v, boundaries)
+        ctx.T, ctx.has_x0 = T, x0 is not None
+        return states
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_states):
+        log_lam, v, boundaries = ctx.saved_tensors
+        T, (B, L, n, _) = ctx.T, v.shape
+        lam_powers = powers(log_lam, torch.arange(T + 1, device=v.device, dtype=v.dtype))   # (T+1 n)
+        adjoint, _ = scan_chunks(lam_powers.conj(), to_chunks(grad_states, T), None, reverse=True)  # (B nc T n)
+        lam = lam_powers[1]
+        grad_x0 = None
+        if ctx.has_x0 and ctx.needs_input_grad[2]:
+            grad_x0 = torch.view_as_real(adjoint[:, 0, 0] * lam.conj())
+        grad_log_lam = None
+        if ctx.needs_input_grad[0]:
+            grad_log_lam = lam.conj() * transition_gradient(lam_powers, to_chunks(v, T), boundaries, adjoint)
+        grad_v = from_chunks(adjoint, L) if ctx.needs_input_grad[1] else None
+        return grad_log_lam, grad_v, grad_x0, None
+
+
+def transition_gradient(lam_powers: torch.Tensor, w: torch.Tensor, boundaries: torch.Tensor,
+                        adjoint: torch.Tensor) -> torch.Tensor:
+    """sum_{b,t} a_t conj(x_{t-1}), with the states recomputed from the chunk boundaries a block at a time.
+
+    lam_powers (T+1 n), w and adjoint (B nc T n) complex (forward chunking), boundaries (B nc n) -> (n,)
+    Inside chunk c, x_{cT+t} = local_t + lambda^(t+1) S_c, and x_{cT-1} = S_c is the boundary itself.
+    """
+    B, nc, T, n = w.shape
+    lam, fixup = lam_powers[1], lam_powers[1:]
+    total = torch.zeros_like(lam)
+    per_block = max(1, BLOCK // (B * T * n))
+    for c0 in range(0, nc, per_block):
+        c1 = min(nc, c0 + per_block)
+        S, a = boundaries[:, c0:c1], adjoint[:, c0:c1]                            # (B nb n), (B nb T n)
+        x = local_scan(lam, w[:, c0:c1], torch.empty_like(a)).addcmul_(S[:, :, None], fixup)
+        total += torch.einsum("bctn,bctn->n", a[:, :, 1:], x[:, :, :-1].conj())
+        total += torch.einsum("bcn,bcn->n", a[:, :, 0], S.conj())
+    return total
 
 
 def scan(log_lam: torch.Tensor, v: torch.Tensor, x0: torch.Tensor | None = None) -> torch.Tensor:
-    """The fast scan of this package: `chunked` on every device (module docstring for the numbers)."""
-    return chunked(log_lam, v, x0)
+    """The fast scan of this package: the Triton kernel on CUDA when Triton is installed, else `chunked`."""
+    kernel = device_kernel(v.device)
+    return (kernel or chunked)(log_lam, v, x0)
+
+
+def device_kernel(device: torch.device):
+    """`triton_scan.scan` (same signature as `chunked`) for a CUDA device with Triton installed, else None.
+
+    Triton is an optional dependency of the GPU path: without it, or on any other device, the chunked
+    scan runs (it works on CUDA too, launching T + nc small kernels per scan instead of a few).
+    """
+    if device.type != "cuda":
+        return None
+    try:
+        from linrnn.impls.torch import triton_scan
+    except ImportError:
+        return None
+    return triton_scan.scan if triton_scan.available() else None

@@ -17,6 +17,7 @@ the saved measurements when the page renders.
 
 from __future__ import annotations
 
-from linrnn.reports.sections import crosscheck, norms, reference, speed, tasks, theory
+from linrnn.reports.sections import (crosscheck, gpucheck, norms, reference, speed, tasks, theory,
+                                     training_speed)
 
-SECTIONS = (reference, crosscheck, theory, speed, tasks, norms)
+SECTIONS = (reference, crosscheck, theory, speed, training_speed, tasks, norms, gpucheck)

@@ -1,0 +1,675 @@
+"""`linrnn gpucheck [--out DIR]`: everything this project wants from a lent GPU, in one budgeted command.
+
+A GPU is lent rarely and briefly (docs/gpu.md: one H200, 15 minutes including start-up), so this is
+one command that cannot stop early: five steps, in this order, each timed, each guarded (a step that
+raises records its error and the next one runs), each saved as it finishes:
+
+    environment  the GPU, its memory, driver, CUDA, torch / jax / triton / peer versions, JAX's devices
+    crosscheck   `linrnn.impls.crosscheck` with torch and jax on the device, the reference on the CPU,
+                 float32 and float64, at the matrix's shapes: pass/fail counts, worst error / tolerance
+    kernels      `triton_scan.scan` against `torch.scan.chunked` (outputs and gradients) and
+                 `pallas_scan.scan` against `jax.scan.sequential`, both references in float64
+    bandwidth    a device-to-device copy (GB/s, bytes read + written) and each scan's effective bandwidth,
+                 2 x (B L n 2) x 4 bytes / time, as a fraction of the copy's (the H200 goal: >= 0.5)
+    sweep        `linrnn.experiments.speed.sweep(device=...)` with whatever budget is left
+
+The plain device code runs first and the new kernels after it, so that a kernel that breaks the CUDA
+context cannot cost the crosscheck. Budget: one deadline, `--budget-s` (default 420 s of the 8 minutes
+the device script allows) after the start, checked between steps and between the parts of a step; a
+step also stops at its share of the budget (`SHARES`), so the sweep is left time. What the deadline
+stops is recorded as "not run: budget" (a step) or in the step's `not_run` list (its parts).
+
+Output: DIR/gpucheck.json in the report's results format (`linrnn.reports.results`: schema_version,
+section "gpucheck", meta with the machine and code version, data), rewritten atomically (temp file,
+rename) at each step's start and end and at most every `SAVE_EVERY_S` inside one: a `timeout` that
+kills the command loses only the step in flight, which then reads "running". `linrnn report --from
+DIR` renders it; docs/gpu.md lists the fields.
+
+`--device cpu` is the test path (tiny sizes, Triton under TRITON_INTERPRET=1, Pallas with
+interpret=True): it runs every line of this module except the CUDA calls themselves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import sys
+import time
+import traceback
+from importlib import import_module, metadata
+from pathlib import Path
+
+import numpy as np
+
+from linrnn.impls import crosscheck
+from linrnn.impls.errors import LinrnnError
+from linrnn.impls.provenance import code_version, library_versions, machine
+from linrnn.impls.tolerance import compare
+
+STEPS = ("environment", "crosscheck", "kernels", "bandwidth", "sweep")
+SHARES = {"crosscheck": 0.35, "kernels": 0.15, "bandwidth": 0.10}   # of the budget; the sweep gets the rest
+SCHEMA_VERSION = 1            # linrnn.reports.results.RESULTS_SCHEMA_VERSION (a test checks they agree)
+SAVE_EVERY_S = 10.0           # inside a step, the JSON is rewritten at most this often
+RESERVE_S = 5.0               # kept back from the sweep's budget for the last write
+CALL_BUDGET_S = {"full": 2.0, "quick": 1.0, "tiny": None}   # the sweep skips the longer L of a call slower than this
+GOAL_FRACTION = 0.5           # the scan's effective bandwidth / the copy's, the H200 goal (issue 13)
+DEFAULT_OUT = "linrnn-gpucheck"
+KERNEL_MODULES = {"triton": "linrnn.impls.torch.triton_scan", "pallas": "linrnn.impls.jax.pallas_scan"}
+PEERS = ("s5-pytorch", "LRU-pytorch")
+
+# Sizes per profile: "full" (cuda), "quick" (cuda --quick), "tiny" (--device cpu, the test path).
+# kernel_shapes: (B, L, n): L = 1, an odd L, a long L, and L past 2^16 (the grid's limits).
+# bandwidth: (B, L, n) of the timed scans, v and the states 1 GiB each in float32 at "full": few lanes and
+# a long L (a layer's scan: B N lanes), and many lanes with a short L (parallel over lanes alone, as
+# Pallas is); copy_mib: the copied buffer (several times the H200's 60 MB L2).
+PROFILES = {
+    "full": {"crosscheck_shapes": crosscheck.DEFAULT_SHAPES, "crosscheck_kinds": crosscheck.KINDS,
+             "crosscheck_modes": crosscheck.MODES, "crosscheck_dtypes": ("float32", "float64"),
+             "kernel_shapes": ((2, 1, 8), (2, 333, 16), (4, 4096, 64), (2, 65537, 32)),
+             "bandwidth": ((16, 65536, 128), (256, 4096, 128)), "copy_mib": 4096, "repeats": 10,
+             "sweep": {"lengths": (1024, 4096, 16384, 65536, 262144)}},
+    "quick": {"crosscheck_shapes": (crosscheck.Shape(2, 1, 3, 4, False, False),
+                                    crosscheck.Shape(1, 17, 3, 4, True, True)),
+              "crosscheck_kinds": crosscheck.KINDS, "crosscheck_modes": crosscheck.MODES,
+              "crosscheck_dtypes": ("float32", "float64"),
+              "kernel_shapes": ((2, 1, 8), (2, 333, 16), (2, 65537, 32)),
+              "bandwidth": ((8, 16384, 128), (128, 1024, 128)), "copy_mib": 1024, "repeats": 5,
+              "sweep": {"lengths": (1024, 16384)}},
+    "tiny": {"crosscheck_shapes": (crosscheck.Shape(1, 5, 2, 2, False, True),), "crosscheck_kinds": ("lru",),
+             "crosscheck_modes": ("scan",), "crosscheck_dtypes": ("float32",),
+             "kernel_shapes": ((2, 7, 4),), "bandwidth": ((1, 16, 2),), "copy_mib": 4, "repeats": 1,
+             "sweep": {"lengths": (16,), "batch": 1, "width": 4, "state": 4, "heads": 2, "frameworks": ("torch",),
+                       "mixers": ("lru",), "peers": False, "memory": False}},
+}
+
+
+class Budget(Exception):
+    """Raised inside a step when its deadline has passed; what the step finished stays in its result."""
+
+
+# -- the run: steps, deadline, saving -------------------------------------------------------------
+
+class Run:
+    """One gpucheck: the record being built, the deadline, and the writes of DIR/gpucheck.json."""
+
+    def __init__(self, device: str, quick: bool, budget_s: float, out: str | os.PathLike | None):
+        self.device, self.budget_s = device, float(budget_s)
+        self.profile = "tiny" if device == "cpu" else ("quick" if quick else "full")
+        self.sizes = PROFILES[self.profile]
+        self.start = time.perf_counter()
+        self.deadline = self.start + self.budget_s
+        self.step_deadline = self.deadline
+        self.path = None if out is None else Path(out) / "gpucheck.json"
+        self.last_save = -math.inf
+        self.current: dict | None = None
+        self.data = {"device": device, "profile": self.profile, "budget_s": self.budget_s,
+                     "goal_fraction": GOAL_FRACTION, "started": now_utc(),
+                     "steps": {name: {"status": "pending", "seconds": None, "error": None, "result": {}}
+                               for name in STEPS}}
+
+    def left(self) -> float:
+        return self.step_deadline - time.perf_counter()
+
+    def check(self) -> None:
+        """Between the parts of a step: stop it (Budget) once its deadline has passed."""
+        if self.left() <= 0:
+            raise Budget()
+
+    def progress(self, what: str) -> None:
+        """Note what the step is doing (saved with the record, so a killed run shows where it was)."""
+        if self.current is not None:
+            self.current["at"] = str(what)
+        if time.perf_counter() - self.last_save >= SAVE_EVERY_S:
+            self.save()
+
+    def step(self, name: str, function) -> None:
+        entry = self.data["steps"][name]
+        self.current = entry
+        now = time.perf_counter()
+        if now >= self.deadline:
+            entry["status"] = "not run: budget"
+            self.save()
+            return
+        share = SHARES.get(name)
+        self.step_deadline = min(self.deadline, now + share * self.budget_s) if share else self.deadline
+        entry["status"] = "running"
+        self.save()
+        print(f"[{now - self.start:6.1f} s] {name} ...", file=sys.stderr, flush=True)
+        try:
+            entry["result"] = function(self, entry["result"]) or entry["result"]
+            entry["status"] = entry["result"].pop("status", "done")
+        except Budget:
+            entry["status"] = "partial: budget"
+        except Exception as err:  # one failing step must not lose the others
+            entry["status"] = f"failed: {error_line(err)}"
+            entry["error"] = "".join(traceback.format_exception(type(err), err, err.__traceback__))[-4000:]
+            traceback.print_exc()
+        if self.device == "cuda":
+            release_cuda_cache()
+        entry["seconds"] = round(time.perf_counter() - now, 2)
+        entry.pop("at", None)
+        self.data["elapsed_s"] = round(time.perf_counter() - self.start, 2)
+        self.step_deadline = self.deadline
+        self.current = None
+        self.save()
+        print(f"[{time.perf_counter() - self.start:6.1f} s] {name}: {entry['status']} ({entry['seconds']} s)",
+              file=sys.stderr, flush=True)
+
+    def config(self) -> dict:
+        sizes = {k: v for k, v in self.sizes.items() if k != "crosscheck_shapes"}
+        sizes["crosscheck_shapes"] = [s.label for s in self.sizes["crosscheck_shapes"]]
+        return {"device": self.device, "profile": self.profile, "quick": self.profile != "full",
+                "budget_s": self.budget_s, "sizes": sizes}
+
+    def save(self) -> None:
+        """DIR/gpucheck.json, written to a temporary file and renamed (a killed run leaves no half file)."""
+        self.last_save = time.perf_counter()
+        if self.path is None:
+            return
+        record = {"schema_version": SCHEMA_VERSION, "section": "gpucheck",
+                  "meta": {"code_version": code_version(),
+                           "created": now_utc(),
+                           "machine": machine(), "device": device_label(self.device),
+                           "libraries": library_versions(), "config": self.config()},
+                  "data": self.data}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".json.tmp")
+            tmp.write_text(json.dumps(plain(record), indent=1, allow_nan=False))
+            tmp.replace(self.path)
+        except OSError as err:
+            raise LinrnnError(f"--out: cannot write {self.path}: {err.strerror or err}") from None
+
+
+def now_utc() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def release_cuda_cache() -> None:
+    """Give PyTorch's cached blocks back between steps, for JAX and the next step (best effort)."""
+    try:
+        import torch
+
+        torch.cuda.empty_cache()
+    except Exception:  # a broken CUDA context is reported by the step that broke it
+        pass
+
+
+def plain(value):
+    """JSON-ready: NumPy scalars to Python, NaN and infinities to strings (as the report's results)."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def device_label(device: str) -> str:
+    if device == "cpu":
+        return "cpu"
+    import torch
+
+    return f"cuda ({torch.cuda.get_device_name(0)})"
+
+
+def kernel(name: str, device: str):
+    """(module, None) for a kernel module that imports and can run here, else (None, "not available: why").
+
+    On the CPU (the test path) Triton runs under TRITON_INTERPRET=1 (set by `check`) and Pallas with
+    interpret=True; `available()` says whether that is possible.
+    """
+    try:
+        module = import_module(KERNEL_MODULES[name])
+    except Exception as err:  # ImportError, or Triton / JAX failing to start: the reason is the result
+        return None, f"not available: {KERNEL_MODULES[name]} does not import ({type(err).__name__}: {err})"
+    mode = {"interpret": True} if name == "pallas" and device == "cpu" else {}
+    if not module.available(**mode):
+        return None, f"not available: {module.unavailable_reason(**mode)}"
+    return module, None
+
+
+def version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def jax_sees() -> str:
+    """JAX's default backend and devices, or why JAX does not import."""
+    try:
+        import jax
+
+        return f"{jax.default_backend()}: {', '.join(str(d) for d in jax.devices())}"
+    except Exception as err:  # a broken JAX install is itself the information
+        return f"JAX does not start ({type(err).__name__}: {err})"
+
+
+# -- (a) environment ------------------------------------------------------------------------------
+
+def environment(run: Run, result: dict) -> dict:
+    import torch
+
+    result.update({"torch": torch.__version__, "torch_cuda": torch.version.cuda, "jax": version("jax"),
+                   "jaxlib": version("jaxlib"), "triton": version("triton"), "jax_devices": jax_sees(),
+                   "peers": {name: version(name) for name in PEERS},
+                   "kernels": {name: (kernel(name, run.device)[1] or "available") for name in KERNEL_MODULES}})
+    if run.device == "cuda":
+        p = torch.cuda.get_device_properties(0)
+        result["gpu"] = {"name": p.name, "memory_gib": round(p.total_memory / 2**30, 1),
+                         "capability": f"{p.major}.{p.minor}", "multiprocessors": p.multi_processor_count}
+        result["driver"] = nvidia_smi("driver_version")
+    return result
+
+
+def nvidia_smi(field: str) -> str:
+    import subprocess
+
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={field}", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=20, check=True).stdout.strip()
+        return out.splitlines()[0] if out else "unknown (nvidia-smi printed nothing)"
+    except (OSError, subprocess.SubprocessError) as err:
+        return f"unknown ({type(err).__name__})"
+
+
+# -- (b) the crosscheck matrix on the device --------------------------------------------------------
+
+def crosscheck_step(run: Run, result: dict) -> dict:
+    """The matrix one (dtype, mixer) at a time, float32 first, so the deadline can stop it between them
+    and a part that raises (an op the device lacks, say) is recorded in `errors` while the rest runs."""
+    s = run.sizes
+    parts = [(dtype, kind) for dtype in s["crosscheck_dtypes"] for kind in s["crosscheck_kinds"]]
+    entries, result["errors"], result["not_run"] = [], {}, [f"{kind} {dtype}" for dtype, kind in parts]
+    for dtype, kind in parts:
+        run.check()
+        run.progress(f"{kind} {dtype}")
+        result["not_run"].remove(f"{kind} {dtype}")
+        selection = crosscheck.Selection(kinds=(kind,), modes=s["crosscheck_modes"], dtypes=(dtype,),
+                                         shapes=s["crosscheck_shapes"])
+        try:
+            part = crosscheck.run(selection, device=run.device)
+        except Exception as err:
+            result["errors"][f"{kind} {dtype}"] = error_line(err)
+            continue
+        entries += part["entries"]
+        result["devices"] = part["devices"]
+        result.update(crosscheck_summary(entries))
+    return result
+
+
+def error_line(err: Exception) -> str:
+    """'Type: first line of the message', at most 500 characters."""
+    return f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:500]
+
+
+def crosscheck_summary(entries: list[dict]) -> dict:
+    failed = [e for e in entries if not e["ok"]]
+    return {"comparisons": len(entries), "passed": len(entries) - len(failed), "failed": len(failed),
+            "worst_ratio": max(e["rel"] / e["rtol"] for e in entries), "summary": crosscheck.summarise(entries),
+            "failures": failed[:50]}
+
+
+# -- (c) the kernels against the chunked scan --------------------------------------------------------
+
+def decays(n: int, seed: int) -> np.ndarray:
+    """log lambda (n,) complex: |lambda| from 0.5 up to 0.9999 (long memory), phases in [0, pi]."""
+    rng = np.random.default_rng(seed)
+    modulus = np.concatenate([[0.9999], rng.uniform(0.5, 0.999, n - 1)])[:n]
+    return np.log(modulus) + 1j * rng.uniform(0.0, np.pi, n)
+
+
+def kernel_inputs(B: int, L: int, n: int, seed: int = 0):
+    """log_lam (n,) complex, v and w (B L n 2), x0 (B n 2) float64 NumPy, and max |lambda|."""
+    rng = np.random.default_rng([seed, B, L, n])
+    log_lam = decays(n, seed)
+    return log_lam, rng.standard_normal((B, L, n, 2)), rng.standard_normal((B, L, n, 2)), \
+        rng.standard_normal((B, n, 2)), float(np.exp(log_lam.real).max())
+
+
+def triton_case(module, device: str, B: int, L: int, n: int) -> dict:
+    """Triton's states and gradients (float32) against `chunked` in float64 on the same device."""
+    import torch
+    from linrnn.impls.torch.scan import chunked
+
+    log_lam, v, w, x0, r = kernel_inputs(B, L, n)
+
+    def states_and_grads(scan, real, cplx):
+        lam = torch.tensor(log_lam, dtype=cplx, device=device, requires_grad=True)    # (n,)
+        vv = torch.tensor(v, dtype=real, device=device, requires_grad=True)           # (B L n 2)
+        xx = torch.tensor(x0, dtype=real, device=device, requires_grad=True)          # (B n 2)
+        states = scan(lam, vv, xx)                                                    # (B L n 2)
+        (states * torch.tensor(w, dtype=real, device=device)).sum().backward()
+        grads = {"v": vv.grad, "x0": xx.grad, "log_lambda": torch.view_as_real(lam.grad)}
+        return states.detach().double().cpu().numpy(), {k: g.double().cpu().numpy() for k, g in grads.items()}
+
+    ref_y, ref_g = states_and_grads(chunked, torch.float64, torch.complex128)
+    got_y, got_g = states_and_grads(module.scan, torch.float32, torch.complex64)
+    return judged(ref_y, got_y, ref_g, got_g, L, r)
+
+
+def pallas_case(module, device: str, B: int, L: int, n: int) -> dict:
+    """Pallas's states (complex64) against `sequential` in float64, one sequence of B n lanes; its gradients
+    too where it has them (a forward-only kernel records why in `grads`, and is judged on its states)."""
+    import jax
+    import jax.numpy as jnp
+    from linrnn.impls.jax.params import float64
+    from linrnn.impls.jax.scan import sequential
+
+    log_lam, v, w, x0, r = kernel_inputs(B, L, n)
+    lanes = lambda a: (a[..., 0] + 1j * a[..., 1]).transpose(1, 0, 2).reshape(L, B * n)   # noqa: E731  -> (L, B n)
+    pairs = lambda z: np.stack([np.real(z), np.imag(z)], -1).astype(np.float64)           # noqa: E731
+    args = (np.tile(log_lam, B), lanes(v), (x0[..., 0] + 1j * x0[..., 1]).reshape(B * n))  # (B n), (L, B n), (B n)
+    got_scan = lambda a, b, c: module.scan(a, b, c, interpret=device == "cpu")            # noqa: E731
+
+    def states_and_grads(scan, cplx, with_grads: bool = True):
+        inputs = [jnp.asarray(a, cplx) for a in args]
+        if not with_grads:
+            return pairs(scan(*inputs)), None
+        states, vjp = jax.vjp(scan, *inputs)
+        g_lam, g_v, g_x = vjp(jnp.asarray(lanes(w), cplx))                  # the real loss Re<w, states>
+        return pairs(states), {"v": pairs(g_v), "x0": pairs(g_x), "log_lambda": pairs(g_lam)}
+
+    with jax.default_device(crosscheck.jax_device(device)):
+        with float64():
+            ref_y, ref_g = states_and_grads(sequential, jnp.complex128)
+        try:
+            got_y, got_g = states_and_grads(got_scan, jnp.complex64)
+        except Exception as err:  # no VJP rule: judge the states, say why there are no gradients
+            got_y, _ = states_and_grads(got_scan, jnp.complex64, with_grads=False)
+            return judged(ref_y, got_y, None, f"not available: {error_line(err)}", L, r)
+    return judged(ref_y, got_y, ref_g, got_g, L, r)
+
+
+def judged(ref_y, got_y, ref_g, got_g, L: int, r: float) -> dict:
+    """States (kind 'state') and each gradient part (`crosscheck.compare_gradients`), float32 rows of the table.
+
+    got_g: the gradients, or a string saying why there are none (then only the states are judged)."""
+    c = compare("states", ref_y, got_y, "state", "float32", L, r)
+    out = {"states": {"rel": c.rel, "rtol": c.rtol, "ok": c.ok}, "worst_ratio": c.rel / c.rtol, "ok": c.ok}
+    if isinstance(got_g, str):
+        out["grads"] = got_g
+        return out
+    grads = crosscheck.compare_gradients(ref_g, got_g, "float32", L, r)
+    out["grads"] = {k: {"rel": g.rel, "rtol": g.rtol, "ok": g.ok} for k, g in grads.items()}
+    out["grads_worst_ratio"] = max(g.rel / g.rtol for g in grads.values())
+    out["worst_ratio"] = max(out["worst_ratio"], out["grads_worst_ratio"])
+    out["ok"] = c.ok and all(g.ok for g in grads.values())
+    return out
+
+
+def kernels_step(run: Run, result: dict) -> dict:
+    """Each kernel at each shape: states and gradients against its float64 reference, with the tolerance table."""
+    cases = {"triton": triton_case, "pallas": pallas_case}
+    result["not_run"] = []
+    for name, case in cases.items():
+        module, why = kernel(name, run.device)
+        part = result[name] = {"status": why or "done", "rows": []}
+        for B, L, n in run.sizes["kernel_shapes"]:
+            if module is None:
+                break
+            if run.left() <= 0:
+                result["not_run"].append(f"{name} B{B} L{L} n{n}")
+                continue
+            run.progress(f"{name} B{B} L{L} n{n}")
+            row = {"B": B, "L": L, "n": n}
+            try:
+                row.update(case(module, run.device, B, L, n))
+            except Exception as err:      # one shape's failure is a result; the other shapes still run
+                row.update({"ok": False, "error": error_line(err)})
+            part["rows"].append(row)
+    if result["not_run"]:
+        result["status"] = "partial: budget"
+    return result
+
+
+# -- (d) copy bandwidth and the scans' effective bandwidth --------------------------------------------
+
+def torch_sync(device: str):
+    import torch
+
+    return torch.cuda.synchronize if device == "cuda" else (lambda: None)
+
+
+def bandwidth_step(run: Run, result: dict) -> dict:
+    """GB/s of a copy, and of one forward scan of (B L n 2) float32 at each shape of the profile's
+    `bandwidth` (bytes read + written / median time), as a fraction of the copy's."""
+    import torch
+    from linrnn.impls.bench import median_ms
+
+    repeats, sync = run.sizes["repeats"], torch_sync(run.device)
+    nbytes = run.sizes["copy_mib"] * 2**20
+    src = torch.ones(nbytes // 4, dtype=torch.float32, device=run.device)
+    dst = torch.empty_like(src)
+    ms = median_ms(lambda: (dst.copy_(src), sync()), repeats=repeats, warmup=min(2, repeats))
+    result.update(copy={"bytes": 2 * nbytes, "ms": ms, "gb_per_s": 2 * nbytes / ms / 1e6}, shapes=[], not_run=[])
+    del src, dst
+    for B, L, n in run.sizes["bandwidth"]:
+        if run.left() <= 0:
+            result["not_run"].append(f"B{B} L{L} n{n}")
+            continue
+        result["shapes"].append(scan_bandwidths(run, B, L, n, result["copy"]["gb_per_s"]))
+    if result["not_run"]:
+        result["status"] = "partial: budget"
+    return result
+
+
+def scan_bandwidths(run: Run, B: int, L: int, n: int, copy_gb_per_s: float) -> dict:
+    """Torch's chunked scan, Triton and Pallas on the same (B L n 2) float32 input."""
+    import torch
+    from linrnn.impls.torch.scan import chunked
+
+    repeats, sync = run.sizes["repeats"], torch_sync(run.device)
+    nbytes = 2 * B * L * n * 2 * 4                        # v read once, the states written once, float32
+    out = {"B": B, "L": L, "n": n, "scan_bytes": nbytes, "scans": {}}
+    log_lam, *_ = kernel_inputs(1, 1, n)
+    v = torch.randn(B, L, n, 2, device=run.device, generator=torch.Generator(run.device).manual_seed(0))  # (B L n 2)
+    lam = torch.tensor(log_lam, dtype=torch.complex64, device=run.device)                     # (n,)
+    triton, why = kernel("triton", run.device)
+    for name, call in {"torch chunked": lambda: chunked(lam, v),
+                       "triton": (lambda: triton.scan(lam, v)) if triton else why}.items():
+        run.progress(f"{name} B{B} L{L} n{n}")
+        out["scans"][name] = timed(call, sync, repeats, nbytes, copy_gb_per_s, run.device)
+    del v
+    run.progress(f"pallas B{B} L{L} n{n}")
+    try:
+        out["scans"]["pallas"] = pallas_timing(run, B, L, n, log_lam, nbytes, copy_gb_per_s)
+    except Exception as err:
+        out["scans"]["pallas"] = {"status": f"failed: {error_line(err)}"}
+    return out
+
+
+def timed(call, sync, repeats: int, nbytes: int, copy_gb_per_s: float, device: str) -> dict:
+    """One scan's median time, effective GB/s, fraction of the copy's, and peak memory (torch, CUDA)."""
+    import torch
+    from linrnn.impls.bench import median_ms
+
+    if isinstance(call, str):
+        return {"status": call}
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    try:
+        with torch.no_grad():
+            ms = median_ms(lambda: (call(), sync()), repeats=repeats, warmup=min(2, repeats))
+    except Exception as err:  # one scan's failure is a result; the others are still timed
+        return {"status": f"failed: {error_line(err)}"}
+    gb = nbytes / ms / 1e6
+    out = {"status": "done", "ms": ms, "gb_per_s": gb, "fraction_of_copy": gb / copy_gb_per_s,
+           "meets_goal": gb / copy_gb_per_s >= GOAL_FRACTION}
+    if device == "cuda":
+        out["peak_bytes"] = torch.cuda.max_memory_allocated()
+    return out
+
+
+def pallas_timing(run: Run, B: int, L: int, n: int, log_lam, nbytes: int, copy_gb_per_s: float) -> dict:
+    """Pallas on one sequence of B n lanes, (L, B n) complex64: the same bytes as the torch scans."""
+    pallas, why = kernel("pallas", run.device)
+    if pallas is None:
+        return {"status": why}
+    import jax
+    import jax.numpy as jnp
+
+    target = crosscheck.jax_device(run.device)
+    with jax.default_device(target):
+        lam = jnp.asarray(np.tile(log_lam, B), jnp.complex64)                             # (B n)
+        key_re, key_im = jax.random.split(jax.random.PRNGKey(0))
+        v = (jax.random.normal(key_re, (L, B * n)) + 1j * jax.random.normal(key_im, (L, B * n))).astype(jnp.complex64)
+        x0 = jnp.zeros(B * n, jnp.complex64)                                              # (B n)
+        scan = jax.jit(lambda a, b, c: pallas.scan(a, b, c, interpret=run.device == "cpu"))
+        out = timed(lambda: scan(lam, v, x0).block_until_ready(), lambda: None,
+                    run.sizes["repeats"], nbytes, copy_gb_per_s, "cpu")
+    return {**out, "device": str(target)}
+
+
+# -- (e) the speed and memory sweep ----------------------------------------------------------------
+
+def sweep_step(run: Run, result: dict) -> dict:
+    """`speed.sweep` once per framework, each given an equal share of the time left (what one leaves
+    unused passes to the next), so that a slow first framework cannot leave the second no rows; the
+    ratios across frameworks (to s5-pytorch, the GEMM floor) are then derived again over all rows."""
+    speed = import_module("linrnn.experiments.speed")
+    if not hasattr(speed, "sweep"):
+        return {"status": "not available: linrnn.experiments.speed has no sweep()"}
+    kwargs = dict(run.sizes["sweep"])
+    frameworks = kwargs.pop("frameworks", ("torch", "jax"))
+    result.update(rows=[], shares_s={}, not_run=[])
+    for i, framework in enumerate(frameworks):
+        share = max(0.0, run.left() - RESERVE_S) / (len(frameworks) - i)
+        result["shares_s"][framework] = round(share, 1)
+        part = speed.sweep(device=run.device, frameworks=(framework,), budget_s=CALL_BUDGET_S[run.profile],
+                           deadline=time.monotonic() + share, progress=lambda done, total, what: run.progress(what),
+                           **kwargs)
+        result["rows"] += part["rows"]
+        result["config"] = {**part["config"], "frameworks": list(frameworks)}
+        result["not_run"] = cut_by_deadline(result["rows"])
+        result["table"] = sweep_table(result["rows"])
+        run.save()
+    derived = sys.modules.get(speed.sweep.__module__)          # the sweep's own ratios, now over every framework
+    if all(hasattr(derived, f) for f in ("derive", "scaling", "targets")):
+        derived.derive(result["rows"], result["config"]["B"], result["config"]["H"])
+        result.update(scaling=derived.scaling(result["rows"]), targets=derived.targets(result["rows"]),
+                      table=sweep_table(result["rows"]))
+    if result["not_run"]:
+        result["status"] = "partial: budget"
+    return result
+
+
+def cut_by_deadline(rows: list[dict]) -> list[str]:
+    """'framework implementation direction from L = ...' for each series the sweep's deadline cut short."""
+    cut: dict[str, int] = {}
+    for r in rows:
+        if "deadline" in str(r.get("skipped") or ""):
+            key = f"{r['framework']} {r['implementation']} {r['direction']}"
+            cut[key] = min(cut.get(key, r["L"]), r["L"])
+    return [f"{key} from L = {L}" for key, L in cut.items()]
+
+
+def sweep_table(rows: list[dict]) -> dict:
+    """The sweep's rows as the report's table: one series per framework x implementation x direction,
+    one cell ({ms, peak_bytes} or None) per L."""
+    lengths = sorted({r.get("L") for r in rows if r.get("L") is not None})
+    series: dict[tuple, dict] = {}
+    for r in rows:
+        key = (r.get("framework"), r.get("implementation"), r.get("direction"))
+        entry = series.setdefault(key, {"framework": key[0], "implementation": key[1], "direction": key[2],
+                                        "cells": [None] * len(lengths)})
+        if r.get("L") in lengths:
+            entry["cells"][lengths.index(r["L"])] = {"ms": r.get("ms"), "peak_bytes": r.get("peak_bytes"),
+                                                     "skipped": r.get("skipped")}
+    return {"lengths": lengths, "series": list(series.values())}
+
+
+# -- the command -------------------------------------------------------------------------------------
+
+STEP_FUNCTIONS = {"environment": environment, "crosscheck": crosscheck_step, "kernels": kernels_step,
+                  "bandwidth": bandwidth_step, "sweep": sweep_step}
+
+
+def check(device: str = "cuda", quick: bool = False, budget_s: float = 420.0, out=None) -> dict:
+    """Every step in order within the budget -> the data of gpucheck.json (also written to out/ if given)."""
+    crosscheck.check_device(device)
+    if device == "cuda":   # JAX would take 75% of the GPU at its first use, leaving PyTorch the rest
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    saved = os.environ.get("TRITON_INTERPRET")
+    if device == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"     # Triton's interpreter on CPU tensors, read at each launch
+    try:
+        run = Run(device, quick, budget_s, out)
+        for name in STEPS:
+            run.step(name, STEP_FUNCTIONS[name])
+        run.data["finished"] = True
+        run.save()
+    finally:
+        if saved is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = saved
+    return run.data
+
+
+def refuse_without_cuda() -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        raise LinrnnError(f"no CUDA device visible to PyTorch {torch.__version__} (CUDA build: "
+                          f"{torch.version.cuda or 'none'}); JAX sees {jax_sees()}; run it on a GPU machine, "
+                          "or pass --device cpu for the test path")
+
+
+def summary_lines(data: dict) -> list[str]:
+    lines = []
+    for name, step in data["steps"].items():
+        r, extra = step["result"], ""
+        if name == "crosscheck" and "comparisons" in r:
+            extra = f": {r['passed']}/{r['comparisons']} within tolerance, worst error/tolerance {r['worst_ratio']:.3g}"
+        elif name == "kernels":
+            extra = "".join(f"; {k}: " + (f"{sum(x['ok'] for x in r[k]['rows'])}/{len(r[k]['rows'])} shapes ok"
+                                          if r[k]["rows"] else r[k]["status"]) for k in ("triton", "pallas") if k in r)
+        elif name == "bandwidth" and "copy" in r:
+            extra = f": copy {r['copy']['gb_per_s']:.0f} GB/s" + "".join(
+                f"; {k} {s['fraction_of_copy']:.2f} of it at B{x['B']} L{x['L']} n{x['n']}"
+                for x in r["shapes"] for k, s in x["scans"].items() if "fraction_of_copy" in s)
+        elif name == "sweep" and "rows" in r:
+            extra = f": {len(r['rows'])} rows"
+        lines.append(f"{name:<12} {step['status']} ({step['seconds']} s){extra}")
+    return lines
+
+
+def failed(data: dict) -> bool:
+    """A step failed, or a check exceeded its tolerance (budget and availability are not failures)."""
+    steps = data["steps"]
+    cc = steps["crosscheck"]["result"]
+    kernel_rows = [row for k in ("triton", "pallas") for row in steps["kernels"]["result"].get(k, {}).get("rows", [])]
+    scans = [s for x in steps["bandwidth"]["result"].get("shapes", []) for s in x["scans"].values()]
+    return (any(s["status"].startswith("failed") for s in [*steps.values(), *scans])
+            or cc.get("failed", 0) > 0 or bool(cc.get("errors")) or not all(row["ok"] for row in kernel_rows))
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("gpucheck", help="on a GPU: crosscheck, kernels, bandwidth and speed sweep, as JSON")
+    p.add_argument("--out", default=DEFAULT_OUT,
+                   help=f"where gpucheck.json goes (default ./{DEFAULT_OUT}); render: linrnn report --from DIR")
+    p.add_argument("--budget-s", type=float, default=420.0, help="deadline in seconds from the start (default 420)")
+    p.add_argument("--device", choices=crosscheck.DEVICES, default="cuda",
+                   help="cuda (default), or cpu: the test path at tiny sizes")
+    p.add_argument("--quick", action="store_true", help="smaller sizes on the GPU (--device cpu is always tiny)")
+    p.set_defaults(func=_main)
+
+
+def _main(args: argparse.Namespace) -> int:
+    if not args.budget_s > 0:
+        raise LinrnnError(f"--budget-s: expected a positive number of seconds, found {args.budget_s}")
+    if args.device == "cuda":
+        refuse_without_cuda()
+    data = check(args.device, args.quick, args.budget_s, args.out)
+    print("\n".join(summary_lines(data)))
+    print(f"wrote {Path(args.out) / 'gpucheck.json'} in {data.get('elapsed_s', 0):.0f} s; "
+          f"render with: linrnn report --from {args.out}")
+    return 1 if failed(data) else 0

@@ -1,0 +1,169 @@
+"""The `scan` view of the diagonal layer (RotRNN, LRU) as one autograd Function, block by block over time.
+
+The layer is (`diagonal.py`)
+
+    v_t = W_in u_t,    x_t = lambda * x_{t-1} + v_t,    y_t = W_out x_t + D * u_t
+    bidirectional:     y_t += W_out_rev r_t,   r_t = lambda * r_{t+1} + v_t  (r_L = 0)
+
+Under plain autograd every intermediate of a layer is kept for the backward: v and the states x
+(2n reals per position each, as much as u and y together when n = H), the backward direction's states,
+and, through the chunked scan's Python loop, one gradient buffer per slice. This Function keeps only
+u and the states entering every chunk of T positions (the boundaries, B n per chunk), and goes over
+time in blocks of at most `BLOCK` complex entries (B x positions x n):
+
+* forward: per block, v = W_in u, the chunked scan (`scan.scan_chunks`) from the carry of the previous
+  block, y = W_out x + D u written into the output; the backward direction runs the blocks right to left.
+* backward: per block, in the opposite order, the states are recomputed from their saved boundaries
+  (`scan.local_scan` plus the fix-up lambda^(t+1) S_c), and the adjoint of the recurrence runs as the
+  same chunked scan in reverse time with the transition conjugated (the derivation is in
+  `scan.DiagonalScan`):
+
+      g_x = W_out^T g_y,   a_t = g_x_t + conj(lambda) a_{t+1},   grad v_t = a_t,   grad u = W_in^T a + D g_y
+      grad W_out = sum g_y x^T,   grad W_in = sum a u^T,   grad D = sum g_y u
+      grad lambda = sum_t a_t conj(x_{t-1}),   grad x0 = conj(lambda) a_0
+      backward direction: a^r_t = g^r_t + conj(lambda) a^r_{t-1} (forward in time), grad lambda += sum a^r_t conj(r_{t+1})
+
+  The adjoint's carry crosses blocks like the states' carry does.
+
+So a layer's forward and backward hold u, y, the gradients of u and y and one block of temporaries,
+whatever L (docs/speed.md has the measured peak). The price is one more projection W_in u and one more
+local scan per block in the backward (recomputation), and, for a bidirectional layer, the projection
+computed once per direction.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from linrnn.impls.torch import scan as scans
+from linrnn.impls.torch.layer import autocast_dtype
+
+BLOCK = 2**20       # at most this many complex entries (B x positions x n) in one block: 8 MiB in complex64
+SHARE = 16          # and at most 1/SHARE of the whole sequence's, so the temporaries stay a small part
+MIN_BLOCK = 256     # but at least this many positions (fewer would pay Python's per-op cost too often)
+
+
+def block_length(L: int, B: int, lanes: int) -> int:
+    """Positions per block: a power of two within the limits above, or all of L when that is shorter."""
+    fits = min(BLOCK // max(1, B * lanes), L // SHARE)
+    block = max(MIN_BLOCK, 1 << max(0, fits.bit_length() - 1))
+    return L if L <= block else block
+
+
+def _project(u_b: torch.Tensor, W_in: torch.Tensor, T: int) -> torch.Tensor:
+    """v = W_in u on one block, as complex chunks in u's precision.     u_b (B l H) -> (B nb T n)"""
+    return scans.to_chunks(_pairs_of(u_b @ W_in.T, u_b.dtype), T)
+
+
+def _pairs_of(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """(B l 2n) -> (B l n 2) in `dtype`: a product computed in bf16 under autocast enters the scan in float32."""
+    return t.unflatten(-1, (-1, 2)).to(dtype)
+
+
+
+
+
+def _pairs(x: torch.Tensor, length: int) -> torch.Tensor:
+    """Complex chunks (B nb T n) -> real pairs flattened (B l 2n), the padding dropped."""
+    return scans.from_chunks(x, length).flatten(-2)
+
+
+class DiagonalLayerScan(torch.autograd.Function):
+    """(u, W_in, log_lam, W_out, D, x0, W_out_rev) -> (y (B L H), x_L (B n 2)), module docstring."""
+
+    @staticmethod
+    def forward(ctx, u, W_in, log_lam, W_out, D, x0, W_out_rev, block, T):
+        B, L, H = u.shape
+        lam_powers = scans.powers(log_lam, torch.arange(T + 1, device=u.device, dtype=u.dtype))   # (T+1 n)
+        blocks = [(s, min(L, s + block)) for s in range(0, L, block)]
+        y = torch.empty_like(u)                                                               # (B L H)
+        carry = None if x0 is None else torch.view_as_complex(x0.contiguous())               # (B n)
+        forward_bounds = []
+        for s, e in blocks:
+            x, S = scans.scan_chunks(lam_powers, _project(u[:, s:e], W_in, T), carry)       # (B nb T n), (B nb n)
+            y[:, s:e] = torch.addcmul(_pairs(x, e - s) @ W_out.T, D, u[:, s:e])
+            carry = x.flatten(1, 2)[:, e - s - 1]
+            forward_bounds.append(S)
+        x_last = torch.view_as_real(carry).clone()                                           # (B n 2)
+        reverse_bounds = [None] * len(blocks)
+        if W_out_rev is not None:
+            carry = None
+            for i in reversed(range(len(blocks))):
+                s, e = blocks[i]
+                r, reverse_bounds[i] = scans.scan_chunks(lam_powers, _project(u[:, s:e], W_in, T), carry, reverse=True)
+                y[:, s:e] += _pairs(r, e - s) @ W_out_rev.T
+                carry = r[:, 0, 0]
+        ctx.save_for_backward(u, W_in, log_lam, W_out, D, W_out_rev, torch.cat(forward_bounds, 1),
+                              None if W_out_rev is None else torch.cat(reverse_bounds, 1))
+        ctx.block, ctx.T, ctx.has_x0, ctx.amp = block, T, x0 is not None, autocast_dtype(u.device)
+        return y, x_last
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g_y, g_last):
+        with torch.autocast(g_y.device.type, dtype=ctx.amp, enabled=ctx.amp is not None):
+            return DiagonalLayerScan._backward(ctx, g_y, g_last)
+
+    @staticmethod
+    def _backward(ctx, g_y, g_last):
+        u, W_in, log_lam, W_out, D, W_out_rev, forward_bounds, reverse_bounds = ctx.saved_tensors
+        block, T = ctx.block, ctx.T
+        B, L, H = u.shape
+        blocks = [(s, min(L, s + block)) for s in range(0, L, block)]
+        chunks = [slice(s // T, -(-e // T)) for s, e in blocks]                     # each block's chunks
+        lam_powers = scans.powers(log_lam, torch.arange(T + 1, device=u.device, dtype=u.dtype))   # (T+1 n)
+        adjoint_powers, lam = lam_powers.conj(), lam_powers[1]
+        g_u = g_y * D                                                               # (B L H)
+        g_W_in, g_W_out, g_D = torch.zeros_like(W_in), torch.zeros_like(W_out), torch.zeros_like(D)
+        g_lam = torch.zeros_like(lam)
+        g_W_out_rev = None if W_out_rev is None else torch.zeros_like(W_out_rev)
+
+        def accumulate(s, e, a, g_y_b, u_b):
+            """grad v = a: its share of grad W_in and grad u."""
+            a_pairs = _pairs(a, e - s)                                              # (B l 2n)
+            g_W_in.add_(torch.einsum("blk,blh->kh", a_pairs, u_b))
+            g_u[:, s:e] += a_pairs @ W_in
+
+        carry = None                                                                # a_e entering from the right
+        for (s, e), c in reversed(list(zip(blocks, chunks))):
+            u_b, g_y_b, S = u[:, s:e], g_y[:, s:e], forward_bounds[:, c]
+            g_D.add_(torch.einsum("blh,blh->h", g_y_b, u_b))
+            w = _project(u_b, W_in, T)                                              # (B nb T n)
+            x = scans.local_scan(lam, w, torch.empty_like(w)).addcmul_(S[:, :, None], lam_powers[1:])
+            g_W_out.add_(torch.einsum("blh,blk->hk", g_y_b, _pairs(x, e - s)))
+            g_x = _pairs_of(g_y_b @ W_out, u.dtype)                                 # (B l n 2)
+            if e == L:
+                g_x[:, -1] += g_last
+            a, _ = scans.scan_chunks(adjoint_powers, scans.to_chunks(g_x, T), carry, reverse=True)
+            g_lam += (a[:, :, 1:] * x[:, :, :-1].conj()).sum((0, 1, 2)) + (a[:, :, 0] * S.conj()).sum((0, 1))
+            carry = a[:, 0, 0]
+            accumulate(s, e, a, g_y_b, u_b)
+        g_x0 = torch.view_as_real(lam.conj() * carry) if ctx.has_x0 else None
+
+        if W_out_rev is not None:
+            carry = None                                                            # a^r_{s-1} entering from the left
+            for (s, e), c in zip(blocks, chunks):
+                u_b, g_y_b, S = u[:, s:e], g_y[:, s:e], reverse_bounds[:, c]
+                w = _project(u_b, W_in, T)
+                r = scans.local_scan(lam, w, torch.empty_like(w), reverse=True).addcmul_(S[:, :, None],
+                                                                                     lam_powers[1:].flip(0))
+                g_W_out_rev.add_(torch.einsum("blh,blk->hk", g_y_b, _pairs(r, e - s)))
+                g_r = scans.to_chunks(_pairs_of(g_y_b @ W_out_rev, u.dtype), T)
+                a, _ = scans.scan_chunks(adjoint_powers, g_r, carry)
+                g_lam += (a[:, :, :-1] * r[:, :, 1:].conj()).sum((0, 1, 2)) + (a[:, :, -1] * S.conj()).sum((0, 1))
+                carry = a.flatten(1, 2)[:, e - s - 1]
+                accumulate(s, e, a, g_y_b, u_b)
+        return g_u, g_W_in, lam.conj() * g_lam, g_W_out, g_D, g_x0, g_W_out_rev, None, None
+
+
+def layer_scan(log_lam, W_in, W_out, W_out_rev, D, u, x0=None):
+    """The diagonal layer's `scan` view through `DiagonalLayerScan`.
+
+    log_lam (n,) complex, W_in (2n H), W_out and W_out_rev (H 2n) or None, D (H,), u (B L H),
+    x0 (B n 2) or None -> y (B L H), x_L (B n 2)
+    """
+    B, L, _ = u.shape
+    block = block_length(L, B, log_lam.shape[0])
+    T = scans.chunk_length(block)
+    log_lam = log_lam.to(scans.complex_dtype(u.dtype))
+    return DiagonalLayerScan.apply(u, W_in, log_lam, W_out, D, x0, W_out_rev, block, T)

@@ -1,0 +1,110 @@
+"""Training speed and memory: forward and forward+backward time and peak memory against L, beside the peers.
+
+The measurements are `linrnn.experiments.training_speed.sweep`. The long sweep (L up to 262144, both
+frameworks, the peers, peak memory in fresh processes) takes tens of minutes on an idle machine, so
+the report does not run it: it renders the stored sweeps in `reports/results/training_speed*.json`,
+each written by
+
+    python -m linrnn.experiments.training_speed --out reports/results/training_speed_<machine>.json
+
+(with its command, date, machine, code and library versions), and recomputes their ratios from their
+rows. Re-running that command is how the stored numbers are recomputed. Beside them the section runs
+a small live sweep on this machine (PyTorch only, no peers, no memory probes; `LIVE`), so that the
+page always says something about the machine it was built on:
+
+    quick:    LRU and the GEMM floor, B = 2, H = N = 32, L = 256, 1024: about 3 s on this 2-core CPU
+    default:  every mixer and the GEMM floor, B = 8, H = N = 128 (RotRNN 16 heads of 8), L = 1024, 4096:
+              about 15 s on this 2-core CPU, idle
+
+This module adds the figures' descriptions (plain data, drawn when the page renders) and names the
+template; `linrnn report --from DIR` renders it from the saved results, stored sweeps included.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from linrnn.experiments.training_speed import DIRECTIONS, check_stored, derive, scaling, sweep, targets
+from linrnn.reports import plots
+
+NAME = "training_speed"
+TITLE = "Training speed and memory: forward and forward+backward against L, beside the peers"
+TEMPLATE = "training_speed.html.j2"
+
+STORED_DIR = Path(__file__).resolve().parents[1] / "results"     # reports/results/ in a checkout
+STORED_GLOB = "training_speed*.json"
+COMMAND = "python -m linrnn.experiments.training_speed --out reports/results/training_speed_<machine>.json"
+LIVE = {  # the live sweep: PyTorch only, no peers, no memory probes; a call over 2 s stops its longer lengths
+    True: dict(lengths=(256, 1024), batch=2, width=32, state=32, heads=4, mixers=("lru",)),             # quick
+    False: dict(lengths=(1024, 4096), batch=8, width=128, state=128, heads=16, mixers=("rotrnn", "lru", "dlr")),
+}
+LIVE_BUDGET_S = 2.0
+
+COLOURS = {"rotrnn scan": "C0", "lru scan": "C1", "dlr conv": "C2", "dlr scan": "C3", "gemm floor": "0.3",
+           "s5-pytorch": "C4", "lru-pytorch": "C5", "scan alone (chunked)": "C6", "scan alone (triton)": "C7",
+           "scan alone (lax.scan)": "C8", "scan alone (pallas)": "C9"}
+LINES = {"torch": "-", "jax": "--"}
+MARKERS = {"torch": "o", "jax": "s"}
+
+
+def compute(quick: bool, progress) -> tuple[dict, dict]:
+    stored, skipped = load_stored(STORED_DIR)
+    live = sweep(device="cpu", frameworks=("torch",), peers=False, memory=False, budget_s=LIVE_BUDGET_S,
+                 progress=progress, **LIVE[quick])
+    data = {"live": live, "stored": stored, "stored_skipped": skipped}
+    data["plots"] = figures(data)
+    return data, {"live": {**LIVE[quick], "budget_s": LIVE_BUDGET_S}, "stored_dir": str(STORED_DIR),
+                  "stored_glob": STORED_GLOB, "command": COMMAND}
+
+
+def load_stored(directory: Path) -> tuple[list[dict], list[list[str]]]:
+    """Every valid stored sweep in `directory` (ratios recomputed from its rows), and [file, reason] for the rest."""
+    stored, skipped = [], []
+    for path in sorted(Path(directory).glob(STORED_GLOB)):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            skipped.append([path.name, f"unreadable JSON ({err})"])
+            continue
+        problem = check_stored(record)
+        if problem:
+            skipped.append([path.name, problem])
+            continue
+        result, c = record["sweep"], record["sweep"]["config"]
+        derive(result["rows"], c["B"], c["H"])
+        result["scaling"], result["targets"] = scaling(result["rows"]), targets(result["rows"])
+        stored.append({"file": path.name, **{k: record.get(k) for k in (
+            "command", "created", "code_version", "machine", "libraries")}, "sweep": result})
+    return stored, skipped
+
+
+def figures(data: dict) -> dict:
+    """{'live_time': ...} and, per stored sweep i, {'stored_time_i', 'stored_memory_i'}: log-log against L."""
+    out = {"live_time": sweep_figure(data["live"], "ms", "time per call (ms)", "this machine, live")}
+    for i, s in enumerate(data["stored"]):
+        label = f"{s['file']} ({(s.get('machine') or {}).get('label', '?')}, {s['sweep']['config']['device']})"
+        out[f"stored_time_{i}"] = sweep_figure(s["sweep"], "ms", "time per call (ms)", label)
+        if s["sweep"]["config"].get("memory"):
+            out[f"stored_memory_{i}"] = sweep_figure(s["sweep"], "peak_bytes", "peak memory (MiB)", label,
+                                                     scale=2.0 ** -20)
+    return out
+
+
+def sweep_figure(result: dict, key: str, ylabel: str, label: str, scale: float = 1.0) -> dict:
+    """One panel per direction; one series per framework x implementation (skipped points are gaps)."""
+    rows, lengths = result["rows"], result["config"]["lengths"]
+    panels = []
+    for direction in DIRECTIONS:
+        items = []
+        for framework, impl in dict.fromkeys((r["framework"], r["implementation"]) for r in rows):
+            pts = sorted((r["L"], r[key] * scale) for r in rows if r["framework"] == framework
+                         and r["implementation"] == impl and r["direction"] == direction and r[key] is not None)
+            if pts:
+                items.append(plots.series(f"{framework} {impl}", [p[0] for p in pts], [p[1] for p in pts],
+                                          COLOURS.get(impl, "C7"), line=LINES[framework], marker=MARKERS[framework]))
+        panels.append(plots.panel(direction, "L", ylabel, items, xscale="log", yscale="log", xticks=lengths,
+                                  legend=direction == DIRECTIONS[-1]))
+    c = result["config"]
+    return plots.figure(f"{ylabel} against L, {label}: B = {c['B']}, H = {c['H']}, N = {c['N']}, {c['dtype']} "
+                        "(log-log)", panels, 10.0, 3.6)

@@ -1,0 +1,181 @@
+"""The JAX `scan` mode's own backward (`scan.chunked`, a `jax.custom_vjp`) against plain autodiff.
+
+`chunked` runs the associative scan forward and, backward, the adjoint recurrence a_t = g_t + lambda a_{t+1}
+over chunks of T positions, recomputing each chunk's states from the saved chunk boundaries. Checked here:
+
+* its states and its VJP (log_lam, v, x0) against `jax.vjp` of `sequential` (a `lax.scan` differentiated by
+  JAX) for L = 1, 2, 7, 64, 65, 130 (T from `chunk_length`, so 7, 65 and 130 end in a padded chunk) and two
+  forced chunk lengths (T > L, and T = 1), with decays up to 0.999 and phases up to pi by construction;
+* the VJP against finite differences (`check_grads`, reverse mode; it projects complex arguments on a
+  random complex direction, conj(vjp(conj(ct))) against the numerical JVP, so a conjugation error shows);
+* the whole layers, RotRNN, LRU and DLR (whose carry scan over the chunks is `chunked` too), causal and
+  bidirectional, at an odd L spanning several chunks: the gradients of mode 'scan' equal those of mode
+  'sequential' for every parameter, the input and (causal) the initial state;
+* the residuals that a jitted `chunked` keeps for its backward: v, the (nc N) boundaries, log_lam, x0, and
+  no other array with L rows (plain autodiff of the associative scan keeps several, checked as a contrast);
+* a planted bug, the adjoint run with conj(lambda) as in PyTorch's convention, fails both comparisons.
+"""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.test_util import check_grads
+
+from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig
+from linrnn.impls.errors import LinrnnError
+from linrnn.impls.init import init
+from linrnn.impls.jax import from_bundle, layer, scan
+from linrnn.impls.reference import spectral_radius
+from linrnn.impls.tolerance import assert_close
+
+N = 5
+R_MAX = 0.999
+LAYER_L = 151       # T = 16: 10 chunks, the last 9 positions padded; DLR: 3 chunks of 64, their carries by chunked
+LAYERS = {          # tiny float64 layers like test_jax_grads.py's (RotRNN: N = 2 would make P cancel)
+    "rotrnn": RotRNNConfig(d_model=2, d_state=4, heads=2, gamma_max=0.99),
+    "lru": LRUConfig(d_model=2, d_state=3, r_min=0.5, r_max=0.99),
+    "dlr": DLRConfig(d_model=2, d_state=3, dt_min=1e-2, dt_max=0.5),   # N = 2: both lambdas real, d / d W_im = 0
+}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def strict_dtype_promotion():
+    with jax.numpy_dtype_promotion("strict"):
+        yield
+
+
+def recurrence(L: int, seed: int):
+    """log_lam (N,), v (L N), x0 (N,), g (L N) complex128: |lambda| in [0.5, 0.999], phases in [-pi, pi]."""
+    rng = np.random.default_rng([seed, L])
+    r = rng.uniform(0.5, R_MAX, N)
+    theta = rng.uniform(-np.pi, np.pi, N)
+    r[0], theta[1] = R_MAX, np.pi                                   # the slowest decay, the largest phase
+
+    def normal(*shape):
+        return jnp.asarray(rng.standard_normal(shape) + 1j * rng.standard_normal(shape))
+
+    return jnp.asarray(np.log(r) + 1j * theta), normal(L, N), normal(N), normal(L, N)
+
+
+@jax.jit
+def sequential_vjp(log_lam, v, x0, g):
+    states, vjp = jax.vjp(scan.sequential, log_lam, v, x0)
+    return states, vjp(g)
+
+
+def chunked_vjp(chunk=None):
+    """A fresh jitted (states, VJP) of `chunked`: traced anew, so a monkeypatched module is seen."""
+    @jax.jit
+    def run(log_lam, v, x0, g):
+        states, vjp = jax.vjp(lambda *a: scan.chunked(*a, chunk=chunk), log_lam, v, x0)
+        return states, vjp(g)
+    return run
+
+
+def assert_matches_sequential(name, L, chunk=None, seed=0):
+    log_lam, v, x0, g = recurrence(L, seed)
+    expected, expected_ct = sequential_vjp(log_lam, v, x0, g)
+    got, got_ct = chunked_vjp(chunk)(log_lam, v, x0, g)
+    assert_close(f"{name} states", expected, got, "state", "float64", L, R_MAX)
+    for arg, e, o in zip(("log_lam", "v", "x0"), expected_ct, got_ct):
+        assert o.dtype == jnp.complex128
+        assert_close(f"{name} d<g, states> / d {arg}", e, o, "gradient", "float64", L, R_MAX)
+
+
+@pytest.mark.parametrize("L, chunk", [(1, None), (2, None), (7, None), (64, None), (65, None), (130, None),
+                                      (7, 16), (65, 1)])
+def test_states_and_vjp_match_autodiff_of_sequential(L, chunk):
+    T = scan.chunk_length(L) if chunk is None else chunk
+    assert_matches_sequential(f"chunked L={L} T={T}", L, chunk)
+
+
+def test_vjp_matches_finite_differences():
+    log_lam, v, x0, _ = recurrence(11, 1)                          # T = 4: three chunks, one padded position
+    check_grads(jax.jit(scan.chunked), (log_lam, v, x0), order=1, modes=("rev",))
+
+
+def layer_case(kind: str, bidirectional: bool):
+    cfg = dataclasses.replace(LAYERS[kind], bidirectional=bidirectional)
+    bundle = init(cfg, 7)
+    rng = np.random.default_rng(8)
+    u = jnp.asarray(rng.standard_normal((2, LAYER_L, cfg.d_model)))                 # (B L H)
+    weights = jnp.asarray(rng.standard_normal(u.shape))                               # (B L H)
+    state = None
+    if not bidirectional:                                          # a bidirectional layer takes no state
+        shape = (2,) + layer.MIXERS[kind].state_shape(cfg)
+        state = jnp.asarray(rng.standard_normal(shape) + (1j * rng.standard_normal(shape)
+                                                           if layer.MIXERS[kind].STATE_IS_COMPLEX else 0))
+    return cfg, bundle, u, weights, state
+
+
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["causal", "bidirectional"])
+@pytest.mark.parametrize("kind", list(LAYERS))
+def test_layer_gradients_of_scan_mode_match_sequential_mode(kind, bidirectional):
+    cfg, bundle, u, weights, state = layer_case(kind, bidirectional)
+    params = from_bundle(bundle, "float64")
+
+    def loss(p, u, state, mode):
+        return jnp.sum(layer.apply(p, cfg, u, mode, state)[0] * weights)
+
+    @jax.jit                                                       # one compilation for both modes
+    def gradients(p, u, state):
+        argnums = (0, 1) if state is None else (0, 1, 2)
+        return [jax.grad(loss, argnums)(p, u, state, mode) for mode in ("sequential", "scan")]
+
+    expected, got = gradients(params, u, state)
+    r = spectral_radius(cfg, bundle.params)
+    name = f"{kind} {'bidirectional' if bidirectional else 'causal'} L={LAYER_L} d loss / d"
+    for key in params:
+        assert_close(f"{name} {key}, scan vs sequential", expected[0][key], got[0][key], "gradient", "float64",
+                     LAYER_L, r)
+    assert_close(f"{name} u, scan vs sequential", expected[1], got[1], "gradient", "float64", LAYER_L, r)
+    if state is not None:
+        assert_close(f"{name} state, scan vs sequential", expected[2], got[2], "gradient", "float64", LAYER_L, r)
+
+
+def residuals(route, L):
+    """The arrays that `jax.vjp` of the jitted route keeps for its backward (the leaves of the VJP)."""
+    log_lam, v, x0, _ = recurrence(L, 2)
+    _, vjp = jax.vjp(jax.jit(route), log_lam, v, x0)
+    return v, [leaf for leaf in jax.tree_util.tree_leaves(vjp) if hasattr(leaf, "shape")]
+
+
+def test_residuals_hold_no_state_trajectory():
+    L = 130
+    T = scan.chunk_length(L)
+    n_chunks = -(-L // T)
+    v, kept = residuals(scan.chunked, L)
+    long = [a for a in kept if a.ndim and a.shape[0] >= L]
+    assert len(long) == 1 and np.array_equal(long[0], v), [a.shape for a in kept]     # v, and nothing else
+    assert sum(a.size for a in kept) <= (L + n_chunks + 2) * N, [a.shape for a in kept]   # + boundaries, log_lam, x0
+    # the contrast: plain autodiff of the associative scan keeps its tree, several (L N)'s worth
+    _, tree = residuals(scan.associative, L)
+    assert sum(a.size for a in tree) > 2 * L * N
+
+
+def test_planted_conjugated_adjoint_is_caught(monkeypatch):
+    """PyTorch's convention, a_t = g_t + conj(lambda) a_{t+1}, is wrong in JAX: both checks must fail."""
+    monkeypatch.setattr(scan, "adjoint_transition", jnp.conj)
+    with pytest.raises(AssertionError, match="EXCEEDS"):
+        assert_matches_sequential("planted bug", 65)
+    log_lam, v, x0, _ = recurrence(11, 1)
+    with pytest.raises(AssertionError):
+        check_grads(jax.jit(lambda *a: scan.chunked(*a)), (log_lam, v, x0), order=1, modes=("rev",))
+
+
+def test_bad_chunk_length_is_a_one_line_error():
+    log_lam, v, x0, _ = recurrence(7, 0)
+    for chunk in (0, -2, 2.5):
+        with pytest.raises(LinrnnError, match="expected") as err:
+            scan.chunked(log_lam, v, x0, chunk=chunk)
+        assert "\n" not in str(err.value)
+
+
+def test_empty_sequence_has_no_states_and_zero_cotangents():
+    log_lam, v, x0, g = recurrence(1, 0)
+    states, (ct_log_lam, ct_v, ct_x0) = chunked_vjp()(log_lam, v[:0], x0, g[:0])
+    assert states.shape == ct_v.shape == (0, N)
+    assert not np.any(ct_log_lam) and not np.any(ct_x0)

@@ -1,0 +1,251 @@
+"""The training-speed sweep and its report section, at tiny sizes (no timing is asserted, only structure).
+
+- the sweep returns one well-formed row per (implementation, direction, L), and its ratios are the
+  rows' own times divided as documented (recomputed here from the rows, never compared with literals);
+- the budget stops an implementation's longer lengths, and says so;
+- peak memory: `PeakRSS` counts touched pages only, and the fresh-process probe returns a positive
+  number that grows with L;
+- a missing peer becomes a skip reason naming the extra to install;
+- the section renders from a stored sweep (a small generated file) and lists a bad file as skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import numpy as np
+import pytest
+
+from linrnn.experiments import training_speed as ts
+from linrnn.experiments.memory_probe import probe_memory
+from linrnn.impls.bench import DIRECTIONS, PeakRSS, input_bytes
+from linrnn.impls.errors import LinrnnError
+from linrnn.reports.render import render
+from linrnn.reports.results import read_results, write_result
+from linrnn.reports.sections import training_speed as section
+
+TINY = dict(batch=1, width=8, state=8, heads=2)
+KEYS = {"framework", "implementation", "direction", "L", "ms", "repeats", "peak_bytes", "peak_over_BLH4",
+        "xla_bytes", "skipped", "over_gemm_floor", "over_s5_pytorch"}
+
+
+def check_ratios(rows: list[dict], B: int, H: int) -> None:
+    """Every derived number equals its definition, recomputed from the rows' own ms and peak_bytes."""
+    ms = {(r["framework"], r["implementation"], r["direction"], r["L"]): r["ms"] for r in rows}
+    for r in rows:
+        gemm = ms.get((r["framework"], ts.GEMM, r["direction"], r["L"]))
+        s5 = ms.get(("torch", ts.S5, r["direction"], r["L"]))
+        expect = {"over_gemm_floor": None if r["ms"] is None or not gemm else r["ms"] / gemm,
+                  "over_s5_pytorch": None if r["ms"] is None or not s5 else r["ms"] / s5,
+                  "peak_over_BLH4": None if r["peak_bytes"] is None else r["peak_bytes"] / (B * r["L"] * H * 4)}
+        for key, want in expect.items():
+            got = r[key]
+            assert (got is None) == (want is None), (key, r)
+            assert got is None or math.isclose(got, want, rel_tol=1e-12), (key, r, want)
+
+
+@pytest.fixture(scope="module")
+def tiny_sweep():
+    """PyTorch: LRU and the GEMM floor; JAX: the GEMM floor only (a layer's compilation costs seconds here;
+    the JAX layer's forward+backward builder is exercised in `test_the_builders_run_and_differentiate`)."""
+    calls = []
+    result = ts.sweep(lengths=(16, 32), frameworks=("torch",), mixers=("lru",), peers=False, memory=False,
+                      progress=lambda done, total, what: calls.append((done, total, what)), **TINY)
+    jax = ts.sweep(lengths=(16, 32), frameworks=("jax",), mixers=(), peers=False, memory=False, **TINY)
+    return {**result, "rows": result["rows"] + jax["rows"]}, calls
+
+
+def test_sweep_rows_are_well_formed(tiny_sweep):
+    result, calls = tiny_sweep
+    rows = result["rows"]
+    expected = {(f, i, d, L) for f, impls in (("torch", ("lru scan", ts.GEMM)), ("jax", (ts.GEMM,)))
+                for i in impls for d in DIRECTIONS for L in (16, 32)}
+    assert {(r["framework"], r["implementation"], r["direction"], r["L"]) for r in rows} == expected
+    assert len(rows) == len(expected) and all(set(r) == KEYS for r in rows)
+    assert all(r["skipped"] is None and r["ms"] > 0 and r["repeats"] >= 1 for r in rows)
+    assert all(isinstance(r["xla_bytes"], int) for r in rows if r["framework"] == "jax")
+    assert calls[-1][:2] == (8, 8) and len({what for _, _, what in calls}) == 9
+    c = result["config"]
+    assert (c["B"], c["H"], c["N"], c["heads"], c["lengths"], c["memory"]) == (1, 8, 8, 2, [16, 32], None)
+    json.dumps(result, allow_nan=False)                   # plain JSON
+
+
+def test_sweep_ratios_come_from_the_rows(tiny_sweep):
+    result, _ = tiny_sweep
+    check_ratios(result["rows"], 1, 8)
+    assert all(r["over_gemm_floor"] == 1.0 for r in result["rows"] if r["implementation"] == ts.GEMM)
+    ms = {(r["framework"], r["implementation"], r["direction"], r["L"]): r["ms"] for r in result["rows"]}
+    growth = ts.scaling(result["rows"], (16, 32))
+    assert len(growth) == 6 and all(g["ratio"] == ms[(g["framework"], g["implementation"], g["direction"], 32)]
+                                    / ms[(g["framework"], g["implementation"], g["direction"], 16)] for g in growth)
+    assert result["scaling"] == []                        # the default pair (4096, 65536) was not run
+
+
+def test_the_ratio_check_catches_a_planted_bug(tiny_sweep):
+    """Dividing by the other direction's GEMM floor (a plausible slip) is caught by `check_ratios`."""
+    rows = [dict(r) for r in tiny_sweep[0]["rows"]]
+    floor = {(r["framework"], r["L"], r["direction"]): r["ms"] for r in rows if r["implementation"] == ts.GEMM}
+    for r in rows:
+        other = DIRECTIONS[1 - DIRECTIONS.index(r["direction"])]
+        r["over_gemm_floor"] = r["ms"] / floor[(r["framework"], r["L"], other)]
+    with pytest.raises(AssertionError):
+        check_ratios(rows, 1, 8)
+
+
+def test_the_budget_stops_longer_lengths():
+    result = ts.sweep(lengths=(8, 16, 32), frameworks=("torch",), mixers=("lru",), peers=False, memory=False,
+                      budget_s=0.0, **TINY)
+    for key in {(r["implementation"], r["direction"]) for r in result["rows"]}:
+        rows = sorted((r for r in result["rows"] if (r["implementation"], r["direction"]) == key),
+                      key=lambda r: r["L"])
+        assert rows[0]["ms"] is not None and rows[0]["skipped"] is None
+        assert all(r["ms"] is None and "over the budget of 0 s" in r["skipped"] and "L = 8" in r["skipped"]
+                   for r in rows[1:])
+
+
+def test_peak_rss_counts_touched_pages_only():
+    probe = PeakRSS()
+    probe.start()
+    reserved = np.empty(64 * 2**20, dtype=np.uint8)       # allocated, never written: not resident
+    untouched = probe.peak_bytes()
+    touched = np.ones(64 * 2**20, dtype=np.uint8)          # 64 MiB written
+    peak = probe.peak_bytes()
+    del reserved, touched
+    assert untouched < 16 * 2**20 <= 48 * 2**20 < peak
+
+
+def test_memory_probe_grows_with_length():
+    spec = {"framework": "torch", "builder": "gemm", "arg": "", "direction": "forward+backward", "B": 2,
+            "H": 64, "N": 64, "heads": 16, "dtype": "float32", "device": "cpu"}
+    peaks = {}
+    for L in (2048, 32768):
+        peaks[L], reason = probe_memory({**spec, "L": L})
+        assert reason is None and peaks[L] > 0
+    assert peaks[32768] > 4 * peaks[2048]                   # 16x the length: coarse on purpose
+    assert peaks[32768] >= 3 * input_bytes(2, 32768, 64)   # u, its gradient and y at least
+
+
+def test_a_missing_peer_is_a_skip_reason(monkeypatch):
+    from linrnn.impls.torch import peers
+
+    monkeypatch.setitem(sys.modules, "s5", None)           # `import s5` now raises ImportError
+    reason = peers.missing_reason("s5-pytorch")
+    assert reason is not None and "install linrnn[peers]" in reason and "s5-pytorch" in reason
+    with pytest.raises(LinrnnError, match=r"install linrnn\[peers\]"):
+        peers.make_layer("s5-pytorch", 8, 8)
+    monkeypatch.setitem(sys.modules, "LRU_pytorch", None)
+    result = ts.sweep(lengths=(8,), frameworks=("torch",), mixers=("lru",), peers=True, memory=False, **TINY)
+    peer_rows = [r for r in result["rows"] if r["implementation"] in ts.PEERS]
+    assert len(peer_rows) == 4 and all(r["ms"] is None and "install linrnn[peers]" in r["skipped"]
+                                       for r in peer_rows)
+    assert all(r["over_s5_pytorch"] is None for r in result["rows"])
+
+
+def test_the_device_cases_name_the_kernels():
+    """On CUDA the sweep adds the scan alone: plain device code and kernel, the kernel with its reason if absent."""
+    names = {c.implementation: c for c in ts.cases("cuda", mixers=("lru",), peers=False)}
+    assert {"scan alone (chunked)", "scan alone (triton)", "scan alone (lax.scan)", "scan alone (pallas)"} <= set(names)
+    assert names["scan alone (chunked)"].unavailable is None and names["scan alone (lax.scan)"].unavailable is None
+    for kernel in ("triton", "pallas"):                      # no CUDA here: each says why it cannot run
+        reason = names[f"scan alone ({kernel})"].unavailable
+        assert reason is None or f"{kernel} scan" in reason
+    assert not any("scan alone" in c.implementation for c in ts.cases("cpu", mixers=("lru",), peers=False))
+
+
+def _leaves(out) -> list:
+    if isinstance(out, dict):
+        return [x for v in out.values() for x in _leaves(v)]
+    if isinstance(out, (tuple, list)):
+        return [x for v in out for x in _leaves(v)]
+    return [np.asarray(out.detach()) if hasattr(out, "detach") else np.asarray(out)]
+
+
+@pytest.mark.parametrize("framework, builder, arg, directions, input_shape", [
+    ("torch", "scan", "chunked", DIRECTIONS, (2, 5, 4, 2)),           # v (B L n 2) real pairs
+    ("jax", "scan", "sequential", DIRECTIONS, (2, 5, 4)),             # v (B L n) complex
+    ("jax", "layer", "lru:scan", ("forward+backward",), (2, 5, 4))])  # u (B L H)
+def test_the_builders_run_and_differentiate(framework, builder, arg, directions, input_shape):
+    """The scans alone (the sweep times them on CUDA) and the JAX layer's gradient, at a tiny size."""
+    for direction in directions:
+        call, info = ts.build({"framework": framework, "builder": builder, "arg": arg, "direction": direction,
+                               "B": 2, "L": 5, "H": 4, "N": 4, "heads": 2, "dtype": "float32", "device": "cpu"})
+        leaves = _leaves(call())
+        assert info["direction"] == direction and all(np.all(np.isfinite(x)) for x in leaves)
+        if direction == "forward+backward":
+            assert any(x.shape == input_shape for x in leaves)             # the input's gradient is among them
+
+
+def test_the_two_harnesses_share_their_builders_signatures():
+    """The sweep calls either side's builders with one set of arguments: same names, same defaults."""
+    import inspect
+
+    from linrnn.impls.jax import bench as jax_bench
+    from linrnn.impls.torch import bench as torch_bench
+
+    for name in ("make_forward", "make_forward_backward", "make_gemm_floor", "make_scan_alone"):
+        t, j = (inspect.signature(getattr(m, name)).parameters for m in (torch_bench, jax_bench))
+        assert list(t) == list(j), name
+        assert [p.default for p in t.values()] == [p.default for p in j.values()], name
+
+
+# -- the report section ---------------------------------------------------------------------------
+
+def synthetic_sweep() -> dict:
+    """A stored sweep's result at the issue's lengths without running anything: ms and peaks from formulas."""
+    B, H = 8, 128
+    rows = []
+    for framework, impls in (("torch", ("lru scan", ts.GEMM, ts.S5)), ("jax", ("lru scan", ts.GEMM))):
+        for k, impl in enumerate(impls):
+            for d, direction in enumerate(DIRECTIONS):
+                for L in ts.LENGTHS:
+                    oom = impl == ts.S5 and L == ts.LENGTHS[-1]
+                    rows.append({"framework": framework, "implementation": impl, "direction": direction, "L": L,
+                                 "ms": None if oom else (1 + k) * (1 + 2 * d) * L / 1000 * (1 + (L > 16384)),
+                                 "repeats": 0 if oom else 3, "xla_bytes": None,
+                                 "peak_bytes": None if oom else (2 + k + d) * input_bytes(B, L, H),
+                                 "skipped": "out of memory: the probe process was killed by signal 9" if oom else None})
+    ts.derive(rows, B, H)
+    config = {"device": "cpu", "lengths": list(ts.LENGTHS), "B": B, "H": H, "N": 128, "heads": 16,
+              "dtype": "float32", "memory": {"torch": "fresh-process peak RSS growth"}, "budget_s": None}
+    return {"rows": rows, "config": config, "scaling": ts.scaling(rows), "targets": ts.targets(rows)}
+
+
+def test_the_section_renders_from_a_stored_sweep(tmp_path, monkeypatch):
+    stored = tmp_path / "results"
+    stored.mkdir()
+    result = synthetic_sweep()
+    (stored / "training_speed_test.json").write_text(json.dumps(ts.stored_record(result, "python -m x --out y")))
+    (stored / "training_speed_bad.json").write_text('{"kind": "something else"}')
+    monkeypatch.setattr(section, "STORED_DIR", stored)
+    live = synthetic_sweep()
+    monkeypatch.setattr(section, "sweep", lambda **kwargs: live)         # no live timing in this test
+    data, config = section.compute(True, lambda *args: None)
+    write_result(tmp_path / "out", section.NAME, data, {**config, "quick": True})
+    html = render(read_results([tmp_path / "out"], [section.NAME]), (section,), tmp_path / "page").read_text()
+
+    lru = next(t for t in data["stored"][0]["sweep"]["targets"] if t["implementation"] == "lru scan"
+               and t["framework"] == "torch")
+    ms = {(r["implementation"], r["direction"], r["L"]): r["ms"] for r in result["rows"] if r["framework"] == "torch"}
+    fwd_bwd = "forward+backward"
+    assert lru["fwd_bwd_growth"] == ms[("lru scan", fwd_bwd, 65536)] / ms[("lru scan", fwd_bwd, 4096)]
+    assert lru["forward_over_s5"] == ms[("lru scan", "forward", 4096)] / ms[(ts.S5, "forward", 4096)]
+    assert lru["forward_over_gemm"] == ms[("lru scan", "forward", 4096)] / ms[(ts.GEMM, "forward", 4096)]
+    assert lru["peak_L"] == 262144 and lru["peak_over_BLH4"] == 3.0
+    assert f">{lru['fwd_bwd_growth']:.1f}<" in html and f">{lru['forward_over_s5']:.2f}<" in html
+    assert "training_speed_test.json" in html and "training_speed_bad.json" in html and "kind: expected" in html
+    assert "out of memory: the probe process was killed by signal 9" in html and "python -m x --out y" in html
+    assert html.count("<svg") == 3                          # stored time, stored memory, live time
+    assert "<script" not in html
+    assert "| torch | lru scan |" in ts.markdown(result)
+
+
+def test_the_section_says_how_to_produce_a_missing_stored_sweep(tmp_path, monkeypatch):
+    monkeypatch.setattr(section, "STORED_DIR", tmp_path)
+    monkeypatch.setattr(section, "sweep", lambda **kwargs: synthetic_sweep())
+    data, config = section.compute(False, lambda *args: None)
+    write_result(tmp_path / "out", section.NAME, data, config)
+    html = render(read_results([tmp_path / "out"], [section.NAME]), (section,), tmp_path / "page").read_text()
+    assert data["stored"] == [] and 'id="training-speed-no-stored"' in html
+    assert "python -m linrnn.experiments.training_speed --out" in html
