@@ -15,6 +15,10 @@ freed into an allocator's pool hides or inflates this one. In it:
     3. run the call once (JAX: the builder has already run it once; a second run changes no peak);
     4. print {"peak_bytes": VmHWM - baseline}: parameters, u, temporaries, outputs and gradients.
 
+The child runs with MALLOC_MMAP_THRESHOLD_=131072 (unless set): every block above 128 KiB is its own
+mapping, returned on free, so the resident high-water mark follows the live bytes rather than what
+glibc's heap kept after a free (without it, a layer's measured peak read up to 2x higher here).
+
 A process killed by a signal (the kernel's OOM killer sends 9) or an allocation error is reported as
 "out of memory", anything else as "memory probe failed: ..."; the sweep records the reason in the row.
 """
@@ -75,6 +79,10 @@ def probe_memory(spec: dict, timeout_s: float = TIMEOUT_S) -> tuple[int | None, 
     env = dict(os.environ)
     if spec["device"] == "cpu":
         env["JAX_PLATFORMS"] = "cpu"
+        # glibc serves blocks under its (growing) mmap threshold from the heap, where a freed block's
+        # pages stay resident: VmHWM then counts memory already freed. A fixed 128 KiB threshold maps
+        # every larger block on its own and unmaps it on free, so the high-water mark is the live peak.
+        env.setdefault("MALLOC_MMAP_THRESHOLD_", str(128 * 1024))
     command = [sys.executable, "-c", "from linrnn.experiments.memory_probe import probe_main; probe_main()",
                json.dumps(spec)]
     try:
