@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from linrnn.cli import main
-from linrnn.experiments import gpucheck, speed
+from linrnn.experiments import gpucheck, gpukernels, speed
 from linrnn.impls import crosscheck
 from linrnn.impls.errors import LinrnnError
 from linrnn.reports import cli as report_cli
@@ -96,10 +96,11 @@ def test_a_wrong_kernel_is_caught(monkeypatch):
     wrong = type("Kernel", (), {"scan": staticmethod(lambda lam, v, x0=None: chunked(lam, v, x0) * (1 + 1e-4))})
     rows = {}
     for label, module in (("honest", honest), ("wrong", wrong)):
-        monkeypatch.setattr(gpucheck, "kernel", lambda name, device, m=module: (m, None) if name == "triton"
+        monkeypatch.setattr(gpukernels, "kernel", lambda name, device, m=module: (m, None) if name == "triton"
                             else (None, "not available: not under test"))
         run = gpucheck.Run("cpu", False, 60, None)
-        rows[label] = gpucheck.kernels_step(run, {})["triton"]["rows"]
+        rows[label] = gpukernels.kernels_step(run, {})["triton"]["rows"]
+    assert rows["honest"] and rows["wrong"]
     assert all(r["ok"] for r in rows["honest"])
     assert not any(r["ok"] for r in rows["wrong"]) and all(not r["states"]["ok"] for r in rows["wrong"])
     steps = {name: {"status": "done", "result": {}} for name in gpucheck.STEPS}
@@ -261,7 +262,7 @@ def test_the_cuda_branches_run_against_a_stand_in_device(monkeypatch, capsys):
     assert env["gpu"] == {"name": "Fake H200", "memory_gib": 141.0, "capability": "9.0", "multiprocessors": 132}
     assert isinstance(env["driver"], str) and env["kernels"]["triton"]
     assert gpucheck.device_label("cuda") == "cuda (Fake H200)"
-    timing = gpucheck.timed(lambda: None, lambda: None, 1, 2 * 10**6, 1000.0, "cuda")
+    timing = gpukernels.timed(lambda: None, lambda: None, 1, 2 * 10**6, 1000.0, "cuda")
     assert timing["peak_bytes"] == 3 * 2**20 and timing["fraction_of_copy"] == timing["gb_per_s"] / 1000.0
     run.step("environment", lambda run, result: {"ok": 1})
     assert released and run.data["steps"]["environment"]["status"] == "done"
