@@ -175,7 +175,7 @@ def run(model_name: str, seed: int, setup: dict) -> dict:
     from linrnn.impls.init import init
     from linrnn.tasks.schedule import lr_factor
     from linrnn.tasks.torch_adapter import Adapter
-    from linrnn.tasks.train import evaluate
+    from linrnn.tasks.train import evaluate, synthetic_batch
 
     cfg = train_config(model_name, seed, setup)
     adapter = Adapter(init(cfg.model_config(), seed), cfg)
@@ -200,7 +200,7 @@ def run(model_name: str, seed: int, setup: dict) -> dict:
     track.after(model, 0, keep=True)
     for step in range(cfg.steps):
         factor = lr_factor(step, cfg.steps, cfg.warmup_steps, cfg.schedule)
-        loss = float(adapter.train_step(task.batch(step), step, cfg.lr * factor, cfg.lr * factor))
+        loss = float(adapter.train_step(synthetic_batch(task.batch(step)), step, cfg.lr * factor, cfg.lr * factor))
         if not math.isfinite(loss):
             raise LinrnnError(f"norms: {model_name} seed {seed} diverged at step {step} (loss {loss})")
         record["losses"].append(loss)

@@ -5,7 +5,7 @@ Two kinds of bundle (docs/models.md, "Bundle conventions"):
 * a **layer bundle** holds one mixer; its keys are exactly those of the mixer's table in docs/models.md
   (`M`, `theta`, `gamma_log`, `B`, `C`, `D`, ...);
 * a **model bundle** holds the deep model; its keys are dotted (`encoder.weight`,
-  `layers.0.mixer.theta`, `layers.0.norm.scale`, `decoder.bias`, ...).
+  `layers.0.mixer.theta`, `layers.0.norm.scale`, `head.weight`, `decoder.bias`, ...).
 
 Every bundle is validated on construction and on load, in the spirit of nanoGPT's `from_pretrained`:
 the exact key set, every shape, the dtype (float64), finiteness and the schema version. Nothing is
@@ -101,6 +101,9 @@ def model_shapes(cfg: ModelConfig) -> dict[str, Shape]:
         shapes[pre + "glu.b1"] = (H,)
         shapes[pre + "glu.W2"] = (H, H)
         shapes[pre + "glu.b2"] = (H,)
+    if cfg.head == "retrieval":
+        shapes["head.weight"] = (H, 4 * H)  # Dense(4H -> H) on [z1, z2, z1 - z2, z1 * z2]
+        shapes["head.bias"] = (H,)
     shapes["decoder.weight"] = (cfg.d_output, H)
     shapes["decoder.bias"] = (cfg.d_output,)
     return shapes

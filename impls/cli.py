@@ -40,6 +40,8 @@ def register(subparsers) -> None:
     p.add_argument("--norm", default=None, help="model: layer or batch")
     p.add_argument("--postnorm", action="store_true", help="model: norm after the residual")
     p.add_argument("--pooling", default=None, help="model: mean, last or none")
+    p.add_argument("--head", default=None, help="model: linear, or retrieval (two documents per example, rows b "
+                                                "and B + b of the input; LRA Retrieval)")
     p.add_argument("--seed", type=int, required=True, help="the seed of NumPy's generator")
     p.add_argument("--out", required=True, help="the .npz file to write")
     p.set_defaults(func=_params_init)
@@ -86,7 +88,8 @@ def _params_init(args: argparse.Namespace) -> int:
     model_fields = {"n_layers": _positive(args.layers, "layers"), "d_input": _positive(args.d_input, "d-input"),
                     "vocab_size": _positive(args.vocab_size, "vocab-size"),
                     "d_output": _positive(args.d_output, "d-output"),
-                    "norm": args.norm, "prenorm": False if args.postnorm else None, "pooling": args.pooling}
+                    "norm": args.norm, "prenorm": False if args.postnorm else None, "pooling": args.pooling,
+                    "head": args.head}
     model_fields = {k: v for k, v in model_fields.items() if v is not None}
     if args.layer_only:
         if model_fields:

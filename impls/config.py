@@ -173,7 +173,7 @@ def mixer_config(kind: str, H: int, N: int, heads: int = 1, bidirectional: bool 
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """The deep model of docs/models.md: encoder, `n_layers` residual blocks around a mixer, pooling, decoder."""
+    """The deep model of docs/models.md: encoder, `n_layers` residual blocks around a mixer, pooling, head, decoder."""
 
     kind: ClassVar[str] = "model"
     mixer: MixerConfig = field(default_factory=LRUConfig)  # the mixer of every block; its d_model is H
@@ -184,6 +184,8 @@ class ModelConfig:
     norm: str = "layer"            # "layer" (LayerNorm) or "batch" (BatchNorm with stored statistics)
     prenorm: bool = True           # norm before the mixer (default) or after the residual (postnorm)
     pooling: str = "mean"          # "mean" (masked for padding), "last", or "none" (per-position outputs)
+    head: str = "linear"           # "linear": Linear(H -> d_output) on the pooled features; "retrieval": two
+                                   # documents per example, rows b and B + b of a (2B, L) batch (LRA Retrieval)
     dropout: float = 0.0           # time-shared dropout rate (training only; evaluation is deterministic)
     norm_eps: float = 1e-5         # epsilon of LayerNorm / BatchNorm (PyTorch's default)
 
@@ -199,12 +201,22 @@ class ModelConfig:
         _check_choice(self, "norm", ("layer", "batch"))
         _check_bool(self, "prenorm")
         _check_choice(self, "pooling", ("mean", "last", "none"))
+        _check_choice(self, "head", ("linear", "retrieval"))
+        if self.head == "retrieval" and self.pooling == "none":
+            raise LinrnnError("ModelConfig.pooling: the retrieval head compares pooled documents, expected mean or "
+                              "last, found 'none'")
         _check_float(self, "dropout", 0.0, 1.0, high_open=True)
         _check_float(self, "norm_eps", 0.0, 1.0, low_open=True)
 
     @property
     def d_model(self) -> int:
         return self.mixer.d_model
+
+    def check_rows(self, rows: int) -> None:
+        """The retrieval head pairs row b with row B + b of a batch of 2B rows: an odd count is a `LinrnnError`."""
+        if self.head == "retrieval" and rows % 2:
+            raise LinrnnError(f"input: the retrieval head expects an even number of rows (B first documents, then "
+                              f"their B second documents), found {rows}")
 
 
 Config = Union[MixerConfig, ModelConfig]
@@ -220,7 +232,11 @@ def config_to_dict(config: Config) -> dict[str, Any]:
 
 
 def config_from_dict(data: Any, where: str = "config") -> Config:
-    """Inverse of `config_to_dict`; every unknown, missing or mistyped field is a `LinrnnError`."""
+    """Inverse of `config_to_dict`; every unknown or mistyped field is a `LinrnnError`.
+
+    A missing field takes its default, so a bundle written before the field existed loads with the
+    behaviour it was written with (e.g. a model without `head` has the linear head).
+    """
     if not isinstance(data, dict):
         raise LinrnnError(f"{where}: expected a JSON object, found {type(data).__name__}")
     kinds = {**MIXER_CONFIGS, "model": ModelConfig}

@@ -113,6 +113,8 @@ def init_model(cfg: ModelConfig, rng: np.random.Generator) -> dict[str, np.ndarr
             params[pre + "mixer." + key] = value
         params[pre + "glu.W1"], params[pre + "glu.b1"] = _linear(rng, H, H)
         params[pre + "glu.W2"], params[pre + "glu.b2"] = _linear(rng, H, H)
+    if cfg.head == "retrieval":
+        params["head.weight"], params["head.bias"] = _linear(rng, H, 4 * H)
     params["decoder.weight"], params["decoder.bias"] = _linear(rng, cfg.d_output, H)
     return params
 

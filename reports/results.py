@@ -18,7 +18,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.provenance import code_version, library_versions, machine
@@ -114,3 +114,23 @@ def _check_record(record: Any, name: str) -> str | None:
     if not isinstance(record["meta"].get("machine"), dict):
         return "meta.machine: expected a JSON object"
     return None
+
+
+def read_stored(directory: str | os.PathLike, pattern: str,
+                check: Callable[[Any], str | None]) -> tuple[list[tuple[Path, dict]], list[list[str]]]:
+    """The stored experiment files `directory/pattern` (e.g. reports/results/training_speed*.json) that
+    parse and pass `check` (which returns the first problem, or None), in name order, and [file, reason]
+    for each of the others."""
+    good, skipped = [], []
+    for path in sorted(Path(directory).glob(pattern)):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            skipped.append([path.name, f"unreadable JSON ({err})"])
+            continue
+        problem = check(record)
+        if problem:
+            skipped.append([path.name, problem])
+            continue
+        good.append((path, record))
+    return good, skipped

@@ -7,7 +7,8 @@ float64 arrays only,
     opt.m.<key>     AdamW first moment of that parameter (trainable keys: not BatchNorm statistics)
     opt.v.<key>     AdamW second moment
     opt.count       (), the number of optimiser updates so far
-    __meta__        JSON: schema version, the model config, the train config, the step
+    __meta__        JSON: schema version, the model config, the train config, the step, the loop's
+                    own state (`extra`: the best evaluation so far)
 
 Writing goes to a temporary file that is then renamed, so an interrupted save leaves the previous
 checkpoint intact ("the last good checkpoint").
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -35,12 +36,14 @@ class Checkpoint:
     bundle: Bundle                 # the model after `step` updates
     optimizer: dict[str, np.ndarray]  # 'm.<key>', 'v.<key>', 'count'
     train_config: dict             # the TrainConfig as a dict
+    extra: dict = field(default_factory=dict)  # the loop's state, JSON ({"best": evaluation})
 
 
 def save(path: str | os.PathLike, ckpt: Checkpoint) -> Path:
     path = Path(path)
     meta = {"checkpoint_schema": CHECKPOINT_SCHEMA, "bundle_schema": SCHEMA_VERSION, "step": ckpt.step,
-            "model_config": config_to_dict(ckpt.bundle.config), "train_config": ckpt.train_config}
+            "model_config": config_to_dict(ckpt.bundle.config), "train_config": ckpt.train_config,
+            "extra": ckpt.extra}
     arrays = {f"model.{k}": v for k, v in ckpt.bundle.params.items()}
     arrays.update({f"opt.{k}": np.asarray(v, dtype=np.float64) for k, v in ckpt.optimizer.items()})
     tmp = path.with_name(path.name + ".tmp")
@@ -71,4 +74,4 @@ def load(path: str | os.PathLike) -> Checkpoint:
     if "count" not in optimizer or moments != {f"{m}.{k}" for m in ("m", "v") for k in keys} \
             or not keys <= set(bundle.params):
         raise LinrnnError(f"{path}: the optimizer state does not match the model's parameters")
-    return Checkpoint(int(meta["step"]), bundle, optimizer, meta["train_config"])
+    return Checkpoint(int(meta["step"]), bundle, optimizer, meta["train_config"], meta.get("extra", {}))

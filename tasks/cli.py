@@ -1,6 +1,7 @@
 """`linrnn tasks ...`: the command line of the tasks area.
 
-    linrnn train [--config FILE] [--task shift --model dlr --backend torch --length 256 --steps N ...] [--out DIR] [--resume]
+    linrnn train [--config FILE] [--data DIR] [--set FIELD=VALUE ...] [--task shift --model dlr --backend torch
+                 --length 256 --steps N ...] [--out DIR] [--resume] [--dry-run] [--smoke]
     linrnn tasks sample --task NAME --length L [--batch B] [--seed S] --out FILE.npz [--dtype float32|float64]
     linrnn tasks grid --tasks shift,context_shift|all --models dlr,lru,rotrnn --backend torch --length L
                       --steps N [--seeds 0,1] --out DIR [--json FILE] [--set FIELD=VALUE ...]
@@ -85,7 +86,7 @@ def run_grid_command(args: argparse.Namespace) -> int:
     import shlex
     import sys
 
-    from linrnn.tasks.config import MODELS, TrainConfig
+    from linrnn.tasks.config import MODELS, apply_overrides
     from linrnn.tasks.grid import run_grid, table, write_rows
 
     tasks = _names("--tasks", args.tasks, TASKS)
@@ -93,19 +94,12 @@ def run_grid_command(args: argparse.Namespace) -> int:
     seeds = [_integer("--seeds", s.strip()) for s in args.seeds.split(",")]
     if any(s < 0 for s in seeds):
         raise LinrnnError(f"--seeds: expected non-negative integers, found {args.seeds!r}")
-    defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
     fixed = {"task", "model", "backend", "length", "steps", "seed"}
-    overrides = {}
-    for item in args.overrides:
-        name, sep, text = item.partition("=")
-        name = name.strip().replace("-", "_")
-        if not sep or name not in defaults or name in fixed:
-            raise LinrnnError(f"--set: expected FIELD=VALUE with FIELD a TrainConfig field other than "
-                              f"{', '.join(sorted(fixed))}, found {item!r}")
-        try:
-            overrides[name] = _parse_field(name, text.strip(), defaults[name])
-        except LinrnnError as err:   # name the flag that was given, not train's --field
-            raise LinrnnError(str(err).replace("--" + name.replace("_", "-"), f"--set {name}", 1)) from None
+    bad = [item for item in args.overrides if item.partition("=")[0].strip().replace("-", "_") in fixed]
+    if bad:
+        raise LinrnnError(f"--set: expected FIELD=VALUE with FIELD a TrainConfig field other than "
+                          f"{', '.join(sorted(fixed))}, found {bad[0]!r}")
+    overrides = apply_overrides({}, args.overrides)
 
     json_path = args.json or f"{args.out}/grid.json"
     if os.path.isdir(json_path):   # found before hours of training, not after
@@ -127,56 +121,77 @@ def run_grid_command(args: argparse.Namespace) -> int:
 
 
 def register_train(subparsers: argparse._SubParsersAction) -> None:
-    """Add `linrnn train`: every TrainConfig field is a flag (`--d-model 64`); `--config FILE` reads JSON
-    first and flags override it. Values are read as text and checked, so a bad one names its field."""
+    """Add `linrnn train`: `--config FILE` (TOML or JSON) first, then `--set FIELD=VALUE` and the field
+    flags (`--d-model 64`) on top. Values are read as text and checked, so a bad one names its field,
+    before any data is read."""
     from linrnn.tasks.config import TrainConfig
 
-    parser = subparsers.add_parser("train", help="train a model on a task with the torch or the jax side",
-                                   description="Train one run; writes config.json, metrics.jsonl, "
-                                               "checkpoint.npz and results.json to --out.")
-    parser.add_argument("--config", default=None, help="a JSON file of TrainConfig fields")
+    parser = subparsers.add_parser(
+        "train", help="train a model on a synthetic or a data task with the torch or the jax side",
+        description="Train one run; writes config.json, metrics.jsonl, checkpoint.npz (best.npz for data tasks) "
+                    "and results.json to --out. Full-scale configs: tasks/configs/TASK-MODEL.toml (docs/training.md). "
+                    "Several devices: torchrun --standalone --nproc-per-node W -m linrnn train ... --set devices=W (torch), "
+                    "--set devices=W (jax).")
+    parser.add_argument("--config", default=None, help="a TOML or JSON file of TrainConfig fields")
+    parser.add_argument("--data", default=None, help="the data folder of a data task (linrnn data generate/check)")
+    parser.add_argument("--cache", default=None, help="the data cache folder (default: beside the data, else the user cache)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+                        help="override a field (repeatable; data_options.OPTION=VALUE sets one loader option)")
     parser.add_argument("--out", default=None, help="run directory (default runs/TASK-MODEL-BACKEND-sSEED)")
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the resolved config, parameter count, length, steps and a memory estimate; read no data")
+    parser.add_argument("--smoke", action="store_true",
+                        help="a tiny version of the config (4 steps, width 16, a few batches of the data) through the same code")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     for f in dataclasses.fields(TrainConfig):
         parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, default=None,
-                            help=f"{f.name} (default {f.default!r})")
+                            help=f"{f.name} (default {f.default!r})" if f.default is not dataclasses.MISSING else f.name)
     parser.set_defaults(func=run_train)
 
 
-def _parse_field(name: str, text: str, default):
-    """Read a flag's text as the type of its field's default (None-able fields accept 'none')."""
-    flag = "--" + name.replace("_", "-")
-    if text.lower() in ("none", "null") and (default is None or name in ("recurrence_lr", "grad_clip", "mode")):
-        return None
-    if isinstance(default, bool):
-        if text.lower() not in ("true", "false"):
-            raise LinrnnError(f"{flag}: expected true or false, found {text!r}")
-        return text.lower() == "true"
-    if isinstance(default, int):
-        return _integer(flag, text)
-    if isinstance(default, float) or name in ("recurrence_lr", "grad_clip"):
-        try:
-            return float(text)
-        except ValueError:
-            raise LinrnnError(f"{flag}: expected a number, found {text!r}") from None
-    return text
+def resolve_train_config(args: argparse.Namespace):
+    """The run's config: the file, then --set, then the field flags; checked once, as a whole."""
+    from linrnn.tasks.config import TrainConfig, apply_overrides, parse_value
 
-
-def run_train(args: argparse.Namespace) -> int:
-    from linrnn.tasks.config import TrainConfig
-    from linrnn.tasks.train import train
-
-    values = TrainConfig.from_file(args.config).to_dict() if args.config else {}
+    values = TrainConfig.read(args.config) if args.config else {}
+    values = apply_overrides(values, args.overrides)
     for f in dataclasses.fields(TrainConfig):
         text = getattr(args, f.name)
         if text is not None:
-            values[f.name] = _parse_field(f.name, text, f.default)
-    config = TrainConfig.from_dict(values)
-    out = args.out or f"runs/{config.task}-{config.model}-{config.backend}-s{config.seed}"
-    result = train(config, out, resume=args.resume, progress=not args.quiet)
+            values[f.name] = parse_value(f.name, text)
+    try:
+        return TrainConfig.from_dict(values)
+    except LinrnnError as err:
+        message = str(err)
+        raise LinrnnError(f"{args.config}: {message}" if args.config and not message.startswith(args.config)
+                          else message) from None
+
+
+def run_train(args: argparse.Namespace) -> int:
+    import json
+
+    from linrnn.tasks.plan import SMOKE_TRAIN_EXAMPLES, plan, smoke
+    from linrnn.tasks.train import train
+
+    config = resolve_train_config(args)
+    if args.smoke:
+        config = smoke(config)
+    if args.dry_run:
+        print(json.dumps(config.to_dict(), indent=1))
+        print("\n".join(plan(config).lines()))
+        return 0
+    out = args.out or f"runs/{config.task}-{config.model}-{config.backend}-s{config.seed}" + ("-smoke" if args.smoke else "")
+    result = train(config, out, resume=args.resume, progress=not args.quiet, data=args.data, cache=args.cache,
+                   train_examples=SMOKE_TRAIN_EXAMPLES if args.smoke and config.is_data_task else None)
+    if result.rank != 0:     # data parallel: rank 0 reports
+        return 0
     final = result.evaluations[-1] if result.evaluations else {}
-    metrics = ", ".join(f"{k} {v:.4g}" for k, v in final.items() if k != "step")
+    if config.is_data_task:
+        metrics = "; ".join(f"{split} " + ", ".join(f"{k} {v:.4g}" for k, v in final[split].items() if k != "examples")
+                            for split in ("val", "test") if split in final)
+    else:
+        metrics = ", ".join(f"{k} {v:.4g}" for k, v in final.items() if k != "step")
     print(f"{config.task} {config.model} {config.backend}: {result.steps_done} steps, "
           f"{1e3 * result.seconds_per_step:.1f} ms/step; {metrics}; results in {out}")
     return 0

@@ -1,8 +1,12 @@
-"""One training run, described by one frozen config (task, model, sizes, optimiser, schedule, steps, seed).
+"""One training run, described by one frozen config (task, model, sizes, optimiser, schedule, length, seed).
 
-The same config trains with the PyTorch or the JAX implementation on exactly the same batches in the
-same order. Every field is checked before any work starts; an error names the field, what was
-expected and what was found. A config is read from and written to JSON (`linrnn train --config`).
+A task is a synthetic stream (`linrnn.tasks.synthetic.TASKS`, trained for `steps` steps; batch k of
+the run is batch k of the seeded stream) or a data task (`linrnn.tasks.datatasks.DATA_TASKS`: a data
+set read by its loader from `--data`, trained for `epochs` epochs, or `steps` steps that run on
+through the epochs). The same config trains with the PyTorch or the JAX implementation on exactly the
+same batches in the same order. Every field is checked before any work starts (and before any data is
+read); an error names the field, what was expected and what was found. A config is read from TOML
+(`tasks/configs/*.toml`, whose comments carry the sources) or JSON and written as JSON.
 """
 
 from __future__ import annotations
@@ -11,24 +15,30 @@ import dataclasses
 import json
 import math
 import os
-from dataclasses import dataclass
+import tomllib
+import typing
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from linrnn.impls.config import MixerConfig, ModelConfig, mixer_config
 from linrnn.impls.errors import LinrnnError
+from linrnn.tasks.datatasks import DATA_TASKS, DataTask, loader_options
 from linrnn.tasks.synthetic import TASKS, make_task
 
 MODELS = ("rotrnn", "lru", "dlr")
 BACKENDS = ("torch", "jax")
-
+SYNTHETIC_LENGTH, SYNTHETIC_STEPS = 256, 500   # what a synthetic run gets when length / steps are not given
+# fields that may differ between a checkpoint and the run that resumes it (they change how, not what)
+RESUMABLE_CHANGES = ("workers", "devices", "eval_batches")
 
 @dataclass(frozen=True)
 class TrainConfig:
     # what is learned
-    task: str = "shift"            # a synthetic task (linrnn.tasks.synthetic.TASKS)
-    length: int = 256              # the task's L (docs/tasks.md)
-    # the model (docs/models.md's deep model; pooling 'none', the last L_out outputs are scored)
+    task: str = "shift"            # a synthetic task (linrnn.tasks.synthetic.TASKS) or a data task (DATA_TASKS)
+    length: int | None = None      # synthetic: the task's L (docs/tasks.md; None: 256); data tasks: None
+    data_options: dict = field(default_factory=dict)  # data tasks: options of the loader (docs/data.md)
+    # the model (docs/models.md's deep model; synthetic tasks: pooling 'none', the last L_out outputs are scored)
     model: str = "dlr"             # rotrnn, lru or dlr
     d_model: int = 32              # H
     d_state: int = 64              # N (RotRNN: per head)
@@ -37,12 +47,16 @@ class TrainConfig:
     norm: str = "layer"            # layer or batch
     prenorm: bool = True           # pre- or post-norm
     dropout: float = 0.0           # time-shared dropout rate
+    bidirectional: bool = False    # every mixer also runs backwards in time (docs/models.md)
+    pooling: str = "mean"          # data classification / retrieval: mean over the true length, or last
     dt_min: float = 1e-5           # DLR: the synthetic tasks' setting (docs/tasks.md)
     dt_max: float = 1e-5
+    max_kernel_length: int | None = None  # DLR: kernel length L_k = min(this, L) (None: the whole input length)
     r_min: float = 0.9             # LRU ring
     r_max: float = 0.999
     gamma_min: float = 0.9         # RotRNN decays
     gamma_max: float = 0.999
+    max_phase: float = 2 * math.pi  # LRU and RotRNN: initial phases in [0, max_phase] (Path-X: pi / 10)
     # the optimiser (AdamW; recurrence parameters in their own group without weight decay)
     lr: float = 1e-3               # peak learning rate of every other parameter
     recurrence_lr: float | None = None  # peak learning rate of M, theta, gamma_log, nu_log, theta_log, a (None: lr)
@@ -54,15 +68,22 @@ class TrainConfig:
     warmup_steps: int = 0          # linear warm-up from 0 to the peak learning rate
     schedule: str = "cosine"       # after warm-up: cosine decay to 0 at `steps`, or constant
     # the run
-    steps: int = 500               # optimiser steps; batch k is the task's batch k
-    batch_size: int = 16
-    eval_every: int = 100          # evaluate every so many steps (and at the end)
-    eval_batches: int = 4          # validation batches (from a separate seeded stream)
-    checkpoint_every: int = 100    # save a resumable checkpoint every so many steps (and at the end)
-    seed: int = 0                  # the task's stream, the initialisation and the dropout masks
+    steps: int | None = None       # optimiser steps (synthetic: batch k is the stream's batch k; None: 500)
+    epochs: int | None = None      # data tasks: passes over the train split (set this or steps, not both)
+    batch_size: int = 16           # the global batch, over all devices
+    eval_every: int | None = 100   # evaluate every so many steps (None: only at epoch ends); always at the end
+    eval_batches: int | None = 4   # batches per evaluated split (synthetic: of a separate seeded stream;
+                                   # data: the first ones of val and test in file order; None: whole splits)
+    checkpoint_every: int | None = 100  # save a resumable checkpoint every so many steps (None: epoch ends)
+    seed: int = 0                  # the stream or the epoch order, the initialisation and the dropout masks
     backend: str = "torch"         # torch or jax
     mode: str | None = None        # the mixers' computation mode (None: conv for DLR, scan otherwise)
-    dtype: str = "float32"         # float32 or float64
+    dtype: str = "float32"         # float32 or float64 (parameters, and the recurrence under autocast)
+    autocast: bool | None = None   # torch: bf16 autocast of the projections, the recurrence in float32
+                                   # (docs/precision.md); None: on when the run is on a GPU
+    grad_checkpointing: bool = False  # recompute each block's activations in the backward (Path-X)
+    workers: int = 0               # data tasks: threads assembling the next batches ahead of the step
+    devices: int = 1               # data-parallel ways (torch: torchrun's WORLD_SIZE; jax: local devices)
 
     def __post_init__(self) -> None:
         def fail(name: str, expected: str) -> None:
@@ -80,8 +101,8 @@ class TrainConfig:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not low <= v <= high:
                 fail(name, f"a number in [{low:g}, {high:g}]")
 
-        if self.task not in TASKS:
-            fail("task", f"one of {', '.join(TASKS)}")
+        if self.task not in TASKS and self.task not in DATA_TASKS:
+            fail("task", f"a synthetic task ({', '.join(TASKS)}) or a data task ({', '.join(DATA_TASKS)})")
         if self.model not in MODELS:
             fail("model", f"one of {', '.join(MODELS)}")
         if self.backend not in BACKENDS:
@@ -94,13 +115,27 @@ class TrainConfig:
             fail("norm", "layer or batch")
         if self.schedule not in ("cosine", "constant"):
             fail("schedule", "cosine or constant")
-        for name in ("d_model", "d_state", "heads", "n_layers", "steps", "batch_size", "eval_every",
-                     "eval_batches", "checkpoint_every"):
+        if self.pooling not in ("mean", "last"):
+            fail("pooling", "mean or last")
+        for name in ("d_model", "d_state", "heads", "n_layers", "batch_size", "devices"):
             integer(name, 1)
+        for name in ("steps", "epochs", "eval_every", "eval_batches", "checkpoint_every", "max_kernel_length"):
+            if getattr(self, name) is not None:
+                integer(name, 1)
         integer("warmup_steps", 0)
         integer("seed", 0)
-        if not isinstance(self.prenorm, bool):
-            fail("prenorm", "true or false")
+        integer("workers", 0)
+        for name in ("prenorm", "bidirectional", "autocast", "grad_checkpointing"):
+            if not isinstance(getattr(self, name), bool) and not (name == "autocast" and self.autocast is None):
+                fail(name, "true or false" + (" or null" if name == "autocast" else ""))
+        if not isinstance(self.data_options, dict):
+            fail("data_options", "a table of loader options")
+        if self.batch_size % self.devices:
+            fail("batch_size", f"a multiple of devices = {self.devices}")
+        if self.autocast and self.dtype != "float32":
+            fail("autocast", "false or null with dtype float64 (autocast runs float32 parameters with bf16 projections)")
+        if self.autocast and self.backend != "torch":
+            fail("autocast", "false or null with backend jax (the JAX side has no autocast; use dtype float32)")
         number("dropout", 0.0, 0.99)
         number("lr", 0.0, 10.0)
         number("recurrence_lr", 0.0, 10.0, optional=True)
@@ -109,25 +144,71 @@ class TrainConfig:
         number("beta2", 0.0, 0.999999999)
         number("eps", 0.0, 1.0)
         number("grad_clip", 1e-12, 1e12, optional=True)
-        spec = TASKS[self.task]
-        integer("length", spec.min_length)
-        self.model_config()  # the mixer's own checks (even RotRNN state, ranges of the init)
+        number("max_phase", 0.0, 2 * math.pi)
+        if self.max_kernel_length is not None and self.model != "dlr":
+            fail("max_kernel_length", f"null for model {self.model} (a DLR option)")
+        if self.is_data_task:
+            if self.length is not None:
+                fail("length", f"null for the data task {self.task} (its L is the loader's: data_options)")
+            if (self.steps is None) == (self.epochs is None):
+                raise LinrnnError(f"steps, epochs: expected exactly one of them set for the data task {self.task}, "
+                                  f"found steps={self.steps!r}, epochs={self.epochs!r}")
+            self.loader_options()   # the options the task name fixes
+        else:
+            if self.data_options:
+                fail("data_options", f"an empty table for the synthetic task {self.task}")
+            if self.epochs is not None:
+                fail("epochs", f"null for the synthetic task {self.task} (a stream has no epochs; set steps)")
+            object.__setattr__(self, "length", SYNTHETIC_LENGTH if self.length is None else self.length)
+            object.__setattr__(self, "steps", SYNTHETIC_STEPS if self.steps is None else self.steps)
+            integer("length", TASKS[self.task].min_length)
+        self.mixer_config()  # the mixer's own checks (even RotRNN state, ranges of the init)
+
+    @property
+    def is_data_task(self) -> bool:
+        return self.task in DATA_TASKS
+
+    @property
+    def data_task(self) -> DataTask:
+        return DATA_TASKS[self.task]
+
+    @property
+    def objective(self) -> str:
+        return self.data_task.objective if self.is_data_task else "regression"
+
+    def loader_options(self) -> dict[str, Any]:
+        """The options the loader gets (the config's and the task's own), checked by the loader."""
+        from linrnn.tasks.data import check_options
+
+        options = loader_options(self.data_task, self.data_options)
+        check_options(self.data_task.loader, **options)
+        return options
 
     @property
     def compute_mode(self) -> str:
         return self.mode or ("conv" if self.model == "dlr" else "scan")
 
     def mixer_config(self) -> MixerConfig:
-        ranges = {"rotrnn": {"gamma_min": self.gamma_min, "gamma_max": self.gamma_max},
-                "lru": {"r_min": self.r_min, "r_max": self.r_max},
-                "dlr": {"dt_min": self.dt_min, "dt_max": self.dt_max}}[self.model]
-        return mixer_config(self.model, self.d_model, self.d_state, heads=self.heads, **ranges)
+        ranges = {"rotrnn": {"gamma_min": self.gamma_min, "gamma_max": self.gamma_max, "max_phase": self.max_phase},
+                  "lru": {"r_min": self.r_min, "r_max": self.r_max, "max_phase": self.max_phase},
+                  "dlr": {"dt_min": self.dt_min, "dt_max": self.dt_max,
+                          "max_kernel_length": self.max_kernel_length}}[self.model]
+        return mixer_config(self.model, self.d_model, self.d_state, heads=self.heads,
+                            bidirectional=self.bidirectional, **ranges)
 
-    def model_config(self) -> ModelConfig:
-        spec = TASKS[self.task]
-        return ModelConfig(mixer=self.mixer_config(), n_layers=self.n_layers, d_input=spec.d_in,
-                           d_output=spec.d_out, norm=self.norm, prenorm=self.prenorm, pooling="none",
-                           dropout=self.dropout)
+    def model_config(self, d_input: int | None = None, vocab_size: int | None = None) -> ModelConfig:
+        """The deep model of this run. Synthetic tasks: from the task's spec. Data tasks: `d_input`
+        (real inputs) or `vocab_size` (token inputs) come from the loaded data (or the dry run's nominal values)."""
+        common = dict(mixer=self.mixer_config(), n_layers=self.n_layers, norm=self.norm, prenorm=self.prenorm,
+                      dropout=self.dropout)
+        if not self.is_data_task:
+            spec = TASKS[self.task]
+            return ModelConfig(d_input=spec.d_in, d_output=spec.d_out, pooling="none", **common)
+        task = self.data_task
+        dense = task.objective in ("tokens", "segmentation")
+        extra = {"head": "retrieval"} if task.objective == "retrieval" else {}
+        return ModelConfig(d_input=d_input or 1, vocab_size=vocab_size if task.inputs == "tokens" else None,
+                           d_output=task.classes, pooling="none" if dense else self.pooling, **extra, **common)
 
     def train_task(self):
         return make_task(self.task, self.length, seed=self.seed, batch_size=self.batch_size, dtype=self.dtype)
@@ -143,7 +224,7 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, data: Any, where: str = "config") -> "TrainConfig":
         if not isinstance(data, dict):
-            raise LinrnnError(f"{where}: expected a JSON object, found {type(data).__name__}")
+            raise LinrnnError(f"{where}: expected a table of fields, found {type(data).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - names)
         if unknown:
@@ -151,12 +232,90 @@ class TrainConfig:
         return cls(**data)
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike) -> "TrainConfig":
+    def read(cls, path: str | os.PathLike) -> dict[str, Any]:
+        """The fields written in a TOML (`.toml`) or JSON file, unchecked (`--set` applies on top of them).
+        TOML has no null: a field written as the string "none" is None."""
         path = Path(path)
         try:
-            data = json.loads(path.read_text())
+            text = path.read_text()
+            data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
         except FileNotFoundError:
             raise LinrnnError(f"--config: cannot read {path}: no such file") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
             raise LinrnnError(f"--config: cannot read {path}: {err}") from None
-        return cls.from_dict(data, where=str(path))
+        if not isinstance(data, dict):
+            raise LinrnnError(f"--config: {path}: expected a table of fields, found {type(data).__name__}")
+        return {k: None if v == "none" and k in OPTIONAL else v for k, v in data.items()}
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike) -> "TrainConfig":
+        try:
+            return cls.from_dict(cls.read(path), where=str(path))
+        except LinrnnError as err:
+            message = str(err)
+            raise LinrnnError(message if message.startswith(f"{path}: ") else f"{path}: {message}") from None
+
+    def replace(self, overrides: list[str]) -> "TrainConfig":
+        """This config with `--set FIELD=VALUE` overrides applied (`data_options.KEY=VALUE` sets one option)."""
+        return TrainConfig.from_dict(apply_overrides(self.to_dict(), overrides), where="--set")
+
+
+FIELD_TYPES: dict[str, Any] = typing.get_type_hints(TrainConfig)
+OPTIONAL = {name for name, hint in FIELD_TYPES.items() if type(None) in typing.get_args(hint)}
+
+
+def parse_value(name: str, text: str) -> Any:
+    """A field's value from its text (command line, `--set`): typed by the field's annotation; 'none'
+    or 'null' for an optional field is None; data_options takes a JSON object."""
+    flag = f"--{name.replace('_', '-')}"
+    hint = FIELD_TYPES[name]
+    if text.strip().lower() in ("none", "null") and name in OPTIONAL:
+        return None
+    kinds = [t for t in typing.get_args(hint) if t is not type(None)] or [hint]
+    kind = kinds[0]
+    if kind is bool:
+        if text.lower() not in ("true", "false"):
+            raise LinrnnError(f"{flag}: expected true or false, found {text!r}")
+        return text.lower() == "true"
+    if kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            raise LinrnnError(f"{flag}: expected {'an integer' if kind is int else 'a number'}, found {text!r}") from None
+    if kind is dict:
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = None
+        if not isinstance(value, dict):
+            raise LinrnnError(f"{flag}: expected a JSON object, found {text!r}")
+        return value
+    return text
+
+
+def _option_value(text: str) -> Any:
+    """A loader option's value from its text: JSON when it parses (numbers, true/false), else the string."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def apply_overrides(values: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """`FIELD=VALUE` items applied to a dict of fields, each field name and value checked."""
+    values = dict(values)
+    for item in overrides:
+        name, sep, text = item.partition("=")
+        name = name.strip().replace("-", "_")
+        head, dot, option = name.partition(".")
+        if not sep or head not in FIELD_TYPES or (dot and head != "data_options"):
+            raise LinrnnError(f"--set: expected FIELD=VALUE with FIELD a TrainConfig field (or "
+                              f"data_options.OPTION), found {item!r}")
+        if dot:
+            values["data_options"] = {**values.get("data_options", {}), option: _option_value(text.strip())}
+        else:
+            try:
+                values[name] = parse_value(name, text.strip())
+            except LinrnnError as err:   # name the flag that was given
+                raise LinrnnError(str(err).replace(f"--{name.replace('_', '-')}", f"--set {name}", 1)) from None
+    return values

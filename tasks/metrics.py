@@ -27,31 +27,47 @@ def r2(pred, target, mask) -> float:
     return 1.0 - float(np.mean((p - t) ** 2)) / var if var > 0 else float("nan")
 
 
+def confusion(logits: np.ndarray, labels: np.ndarray, ignore_index: int = -100, classes: int | None = None) -> np.ndarray:
+    """(C C) counts: row = true class, column = predicted class (argmax), over positions not ignored."""
+    keep = labels != ignore_index
+    true, pred = labels[keep], np.argmax(logits, -1)[keep]
+    C = classes or logits.shape[-1]
+    out = np.zeros((C, C), dtype=np.int64)
+    np.add.at(out, (true, pred), 1)
+    return out
+
+
+def confusion_accuracy(c: np.ndarray) -> float:
+    return float(np.trace(c) / c.sum()) if c.sum() else float("nan")
+
+
+def confusion_macro_f1(c: np.ndarray) -> float:
+    """Mean F1 over the classes that are true or predicted somewhere."""
+    tp, true, pred = np.diag(c), c.sum(axis=1), c.sum(axis=0)
+    present = (true + pred) > 0
+    return float(np.mean(2 * tp[present] / (true + pred)[present])) if present.any() else float("nan")
+
+
+def confusion_balanced_accuracy(c: np.ndarray) -> float:
+    """Mean per-class recall over the classes present in the labels (sklearn's balanced_accuracy_score)."""
+    true = c.sum(axis=1)
+    present = true > 0
+    return float(np.mean(np.diag(c)[present] / true[present])) if present.any() else float("nan")
+
+
 def accuracy(logits: np.ndarray, labels: np.ndarray, ignore_index: int = -100) -> float:
     """logits (... C), labels (...) with `ignore_index` at unscored positions."""
-    keep = labels != ignore_index
-    return float(np.mean(np.argmax(logits, -1)[keep] == labels[keep])) if keep.any() else float("nan")
+    return confusion_accuracy(confusion(logits, labels, ignore_index))
 
 
 def macro_f1(logits: np.ndarray, labels: np.ndarray, ignore_index: int = -100) -> float:
-    keep = labels != ignore_index
-    pred, true = np.argmax(logits, -1)[keep], labels[keep]
-    scores = []
-    for c in np.union1d(np.unique(true), np.unique(pred)):
-        tp = np.sum((pred == c) & (true == c))
-        fp = np.sum((pred == c) & (true != c))
-        fn = np.sum((pred != c) & (true == c))
-        scores.append(2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0)
-    return float(np.mean(scores)) if scores else float("nan")
+    return confusion_macro_f1(confusion(logits, labels, ignore_index))
 
 
 def balanced_accuracy(logits: np.ndarray, labels: np.ndarray, ignore_index: int = -100) -> float:
     """Mean per-class recall over the classes present in `labels` (sklearn's balanced_accuracy_score,
     DLR's `accuracy_balanced`); logits (... C), labels (...)."""
-    keep = labels != ignore_index
-    pred, true = np.argmax(logits, -1)[keep], labels[keep]
-    recalls = [float(np.mean(pred[true == c] == c)) for c in np.unique(true)]
-    return float(np.mean(recalls)) if recalls else float("nan")
+    return confusion_balanced_accuracy(confusion(logits, labels, ignore_index))
 
 
 def regression_metrics(pred, target, mask) -> dict[str, float]:

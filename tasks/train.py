@@ -2,25 +2,43 @@
 
     run directory/
         config.json      the resolved TrainConfig
-        metrics.jsonl    one JSON object per logged step ({"step", "loss", "lr", ...}) or evaluation
+        metrics.jsonl    one JSON object per step ({"step", "loss", "lr"}) or evaluation ({"step", "eval"})
         checkpoint.npz   the last good checkpoint (framework-neutral; see checkpoint.py)
+        best.npz         data tasks: the checkpoint with the best validation metric so far
         results.json     the final results (for the report)
+
+What is trained on (a `Source`):
+
+* a synthetic task: batch k of the run is batch k of the task's seeded stream; evaluation on the
+  first `eval_batches` batches of a second stream (seed + 2^31); regression metrics (MSE, R^2);
+* a data task: the train split in the order `Batches` draws for (seed, epoch), global step s being
+  batch s mod S of epoch s // S (S steps per epoch); evaluation of val and test (the first
+  `eval_batches` batches in file order, or all) every `eval_every` steps, at every epoch end and at
+  the end; the metrics of `datatasks.summarize`, accumulated over batches as confusion matrices.
+
+A batch is a pure function of the config and the step, so resuming at step k replays nothing and an
+interrupted-then-resumed run ends with the same bundle as an uninterrupted one, across epoch
+boundaries and with any number of `workers` (threads that assemble the next batches ahead).
 
 A framework plugs in through an *adapter* (tasks/torch_adapter.py, tasks/jax_adapter.py):
 
-    adapter = Adapter(bundle, config)            load the model bundle
-    adapter.train_step(batch, step, lr, rec_lr)  one AdamW update on the scored MSE; returns the loss
-                                                 before the update, and applies nothing if the loss or
-                                                 a gradient is not finite
-    adapter.predict(inputs) -> (B L_in d_out)    evaluation mode, float64 NumPy
+    adapter = Adapter(bundle, config)            load the model bundle (and join the data-parallel group)
+    adapter.rank, adapter.world_size             this process in data parallel (torchrun); 0 and 1 otherwise
+    adapter.train_step(batch, step, lr, rec_lr)  one AdamW update on the objective's loss; returns the loss
+                                                 of the global batch before the update, and applies
+                                                 nothing if the loss or a gradient is not finite
+    adapter.predict(batch) -> outputs            evaluation mode, float64 NumPy: (B d_out) or (B L d_out)
+    adapter.reduce(array) -> array               the sum over the ranks
     adapter.to_bundle() / optimizer_state() / load_optimizer_state(state)
 
-Batch k of the run is batch k of the task's seeded stream, so resuming at step k replays nothing and
-an interrupted-then-resumed run ends with the same bundle as an uninterrupted one.
+With W ranks (torchrun) each rank trains on its part of the global batch (`Batches(rank, world_size)`; a
+synthetic batch is split the same way), evaluates every W-th evaluation batch of a data task (a synthetic
+task's few evaluation batches run whole on every rank), and only rank 0 writes files or prints.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import importlib
 import json
 import math
@@ -28,6 +46,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Iterator
 
 import numpy as np
 from tqdm import tqdm
@@ -36,13 +55,16 @@ from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.provenance import code_version, library_versions, machine
 from linrnn.tasks import checkpoint as ckpt_io
-from linrnn.tasks.config import TrainConfig
+from linrnn.tasks import datatasks
+from linrnn.tasks.config import RESUMABLE_CHANGES, TrainConfig
+from linrnn.tasks.datatasks import ModelBatch
 from linrnn.tasks.metrics import regression_metrics
 from linrnn.tasks.schedule import lr_factor
 from linrnn.tasks.synthetic import last_outputs
 
 ADAPTERS = {"torch": "linrnn.tasks.torch_adapter", "jax": "linrnn.tasks.jax_adapter"}
-RESULTS_SCHEMA = 1
+RESULTS_SCHEMA = 2
+EVAL_SPLITS = ("val", "test")
 
 
 class TrainingDiverged(LinrnnError):
@@ -56,23 +78,138 @@ def adapter_class(backend: str):
         raise LinrnnError(f"backend {backend!r} is not available: {err}") from None
 
 
+def synthetic_batch(batch) -> ModelBatch:
+    """A synthetic task's batch (inputs (B L_in d_in), targets (B L_out d_out), mask) as a ModelBatch."""
+    B, L = batch.inputs.shape[:2]
+    return ModelBatch(batch.inputs, np.full(B, L, dtype=np.int64), batch.targets, batch.mask)
+
+
+# ---------------------------------------------------------------------------------------------------
+# What a run trains on
+
+
+class SyntheticSource:
+    """A synthetic task's seeded stream (training; rank r of W takes the r-th of W equal contiguous parts of
+    each batch, as `Batches` does) and a second stream (evaluation, whole on every rank)."""
+
+    steps_per_epoch = None
+
+    def __init__(self, config: TrainConfig, rank: int = 0, world_size: int = 1):
+        self.config = config
+        self.task = config.train_task()
+        self.total_steps = config.steps
+        self.rank, self.world_size = rank, world_size
+
+    def model_config(self):
+        return self.config.model_config()
+
+    def train_batch(self, step: int) -> ModelBatch:
+        batch = synthetic_batch(self.task.batch(step))
+        b = batch.examples // self.world_size    # TrainConfig: batch_size is a multiple of devices
+        part = slice(self.rank * b, (self.rank + 1) * b)
+        return ModelBatch(batch.inputs[part], batch.lengths[part], batch.targets[part], batch.mask[part])
+
+    def evaluate(self, adapter) -> dict:
+        return evaluate(adapter, self.config)
+
+
+class DataSource:
+    """A data task: the train split in the seeded epoch order, val and test in file order."""
+
+    def __init__(self, config: TrainConfig, root, cache=None, rank: int = 0, world_size: int = 1,
+                 train_examples: int | None = None):
+        from linrnn.tasks import data
+        from linrnn.tasks.data.batches import Batches
+
+        self.config, self.task = config, config.data_task
+        options = config.loader_options()
+        self.splits = {s: data.load(self.task.loader, root, s, cache=cache, **options) for s in ("train",) + EVAL_SPLITS}
+        train = self.splits["train"]
+        if train_examples is not None and train_examples < len(train):   # --smoke: a few batches of the data
+            train = _head(train, train_examples)
+        self.train = Batches(train, config.batch_size, seed=config.seed, rank=rank, world_size=world_size)
+        if self.train.steps_per_epoch() < 1:
+            raise LinrnnError(f"batch_size: expected at most the {len(train)} train examples of {root}, "
+                              f"found {config.batch_size}")
+        self.steps_per_epoch = self.train.steps_per_epoch()
+        self.total_steps = config.steps if config.epochs is None else config.epochs * self.steps_per_epoch
+        self.evaluation = {s: Batches(self.splits[s], config.batch_size, shuffle=False, drop_last=False)
+                           for s in EVAL_SPLITS}
+        self.rank, self.world_size = rank, world_size
+
+    def model_config(self):
+        train = self.splits["train"]
+        if self.task.inputs == "tokens":
+            return self.config.model_config(vocab_size=datatasks.vocabulary_size(train))
+        return self.config.model_config(d_input=datatasks.input_features(train))
+
+    def train_batch(self, step: int) -> ModelBatch:
+        epoch, within = divmod(step, self.steps_per_epoch)
+        return datatasks.model_batch(self.task, self.train.batch(epoch, within), self.config.dtype)
+
+    def evaluate(self, adapter) -> dict:
+        """{"val": metrics, "test": metrics}: this rank's share of the batches, tallies summed over ranks."""
+        out = {}
+        for name, batches in self.evaluation.items():
+            count = batches.steps_per_epoch()
+            if self.config.eval_batches is not None:
+                count = min(count, self.config.eval_batches)
+            tally = datatasks.Tally(self.task.objective, self.task.classes)
+            for k in range(adapter.rank, count, adapter.world_size):
+                batch = datatasks.model_batch(self.task, batches.batch(0, k), self.config.dtype)
+                tally.add(adapter.predict(batch), batch.targets)
+            out[name] = datatasks.Tally.from_array(self.task.objective, self.task.classes,
+                                                   adapter.reduce(tally.to_array())).summary()
+        return out
+
+
+def _head(split, n: int):
+    """The first n examples of a split (a view: the same arrays, a smaller recorded size)."""
+    import dataclasses
+
+    manifest = {**split.manifest, "extra": {**split.manifest["extra"], "n": n}}
+    return dataclasses.replace(split, manifest=manifest)
+
+
+def prefetched(make: Callable[[int], ModelBatch], steps: range, workers: int) -> Iterator[ModelBatch]:
+    """make(step) for each step in order; with workers > 0, up to 2 x workers batches built ahead in threads."""
+    if workers == 0:
+        yield from (make(s) for s in steps)
+        return
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        ahead: list[concurrent.futures.Future] = []
+        queue = iter(steps)
+        for step in queue:
+            ahead.append(pool.submit(make, step))
+            if len(ahead) > 2 * workers:
+                yield ahead.pop(0).result()
+        while ahead:
+            yield ahead.pop(0).result()
+
+
+# ---------------------------------------------------------------------------------------------------
+# The loop
+
+
 @dataclass
 class RunResult:
     config: TrainConfig
     steps_done: int
     losses: list[float]           # the training loss of every step run in this call
-    evaluations: list[dict]       # {"step", "mse", "r2"} in order
+    evaluations: list[dict]       # synthetic: {"step", "mse", "r2"}; data: {"step", "epoch", "val", "test"}
     seconds_per_step: float
     bundle: object                # the final Bundle
+    best: dict | None = None      # data tasks: the evaluation with the best validation metric
+    rank: int = 0                 # this process in data parallel (only rank 0 writes and prints)
 
 
 def evaluate(adapter, config: TrainConfig) -> dict[str, float]:
-    """Metrics over `eval_batches` batches of the validation stream (the same batches at every evaluation)."""
+    """Synthetic tasks: metrics over `eval_batches` batches of the validation stream (the same batches at every evaluation)."""
     task = config.validation_task()
     preds, targets, masks = [], [], []
-    for k in range(config.eval_batches):
+    for k in range(config.eval_batches or 1):
         batch = task.batch(k)
-        out = adapter.predict(batch.inputs)
+        out = adapter.predict(synthetic_batch(batch))
         preds.append(last_outputs(out, batch.targets.shape[1]))
         targets.append(batch.targets)
         masks.append(batch.mask)
@@ -88,75 +225,145 @@ def _truncate_log(path: Path, last_step: int) -> None:
     path.write_text("".join(line + "\n" for line in kept))
 
 
+def _same_run(saved: dict, config: TrainConfig) -> list[str]:
+    now = config.to_dict()
+    return sorted(k for k in now if k not in RESUMABLE_CHANGES and saved.get(k) != now[k])
+
+
 def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after: int | None = None,
-          progress: bool = True, poison_step: int | None = None) -> RunResult:
+          progress: bool = True, poison_step: int | None = None, data=None, cache=None,
+          train_examples: int | None = None) -> RunResult:
     """Train (or resume) a run in `out`.
 
-    stop_after   stop after this many steps of this call (to test exact resume; the run stays resumable)
-    poison_step  replace that step's inputs with NaN (to test the divergence guard)
+    data            the data folder of a data task (`--data`)
+    cache           where the data's cache lives (None: beside the data, else the user cache)
+    stop_after      stop after this many steps of this call (to test exact resume; the run stays resumable)
+    poison_step     replace that step's inputs with NaN (to test the divergence guard)
+    train_examples  use only the first so many train examples (--smoke)
     """
     out = Path(out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise LinrnnError(f"--out: cannot create {out}: {err.strerror or err}") from None
-    ckpt_path, log_path = out / "checkpoint.npz", out / "metrics.jsonl"
     Adapter = adapter_class(config.backend)
-    start = 0
+    if config.is_data_task and data is None:
+        raise LinrnnError(f"--data: the data task {config.task} needs its data folder (linrnn data --help)")
+    if not config.is_data_task and data is not None:
+        raise LinrnnError(f"--data: the synthetic task {config.task} reads no data folder")
+    ckpt_path, best_path, log_path = out / "checkpoint.npz", out / "best.npz", out / "metrics.jsonl"
+    state = None
     if resume and ckpt_path.exists():
         state = ckpt_io.load(ckpt_path)
-        if state.train_config != config.to_dict():
-            diff = sorted(k for k in config.to_dict() if state.train_config.get(k) != getattr(config, k))
+        differs = _same_run(state.train_config, config)
+        if differs:
             raise LinrnnError(f"--resume: the checkpoint in {out} was made with another config "
-                              f"(differs in {', '.join(diff)})")
-        adapter = Adapter(state.bundle, config)
+                              f"(differs in {', '.join(differs)})")
+    # the model config needs the data (vocabulary, channels); the adapter needs the bundle
+    rank, world = _ranks(config)
+    source = (DataSource(config, data, cache, rank, world, train_examples) if config.is_data_task
+              else SyntheticSource(config, rank, world))
+    adapter = Adapter(state.bundle if state else init(source.model_config(), config.seed), config)
+    lead = adapter.rank == 0
+    if lead:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise LinrnnError(f"--out: cannot create {out}: {err.strerror or err}") from None
+    start, best = 0, None
+    if state:
         adapter.load_optimizer_state(state.optimizer)
-        start = state.step
-        _truncate_log(log_path, start)
-    else:
-        adapter = Adapter(init(config.model_config(), config.seed), config)
+        start, best = state.step, state.extra.get("best")
+        if lead:
+            _truncate_log(log_path, start)
+    elif lead:
         log_path.write_text("")
-    (out / "config.json").write_text(json.dumps(config.to_dict(), indent=1))
+    if lead:
+        (out / "config.json").write_text(json.dumps(config.to_dict(), indent=1))
 
-    task = config.train_task()
-    end = config.steps if stop_after is None else min(config.steps, start + stop_after)
+    total = source.total_steps
+    end = total if stop_after is None else min(total, start + stop_after)
+    spe = source.steps_per_epoch
+    monitor = config.data_task.monitor if config.is_data_task else None
     losses, evaluations = [], []
-    bar = tqdm(range(start, end), desc=f"{config.task} {config.model} {config.backend}", unit="step",
-               disable=not progress, file=sys.stderr, dynamic_ncols=True, initial=start, total=config.steps)
+    bar = tqdm(total=total, initial=start, desc=f"{config.task} {config.model} {config.backend}", unit="step",
+               disable=not (progress and lead), file=sys.stderr, dynamic_ncols=True)
     tic = time.perf_counter()
-    with open(log_path, "a") as log:
-        for step in bar:
-            batch = task.batch(step)
+    log = open(log_path, "a") if lead else None
+    try:
+        batches = prefetched(source.train_batch, range(start, end), config.workers if config.is_data_task else 0)
+        for step, batch in zip(range(start, end), batches):
             if step == poison_step:
-                batch = type(batch)(np.full_like(batch.inputs, np.nan), batch.targets, batch.mask)
-            factor = lr_factor(step, config.steps, config.warmup_steps, config.schedule)
+                batch = ModelBatch(np.full_like(batch.inputs, np.nan), batch.lengths, batch.targets, batch.mask)
+            factor = lr_factor(step, total, config.warmup_steps, config.schedule)
             lr = config.lr * factor
             rec_lr = (config.recurrence_lr if config.recurrence_lr is not None else config.lr) * factor
+            t0 = time.perf_counter()
             loss = float(adapter.train_step(batch, step, lr, rec_lr))
             if not math.isfinite(loss):
-                bar.close()
                 raise TrainingDiverged(f"step {step}: the training loss is {loss}; stopped before updating. "
                                        f"The last good checkpoint is kept in {ckpt_path} "
                                        f"({'none yet' if not ckpt_path.exists() else 'resume with --resume'})")
+            seconds = time.perf_counter() - t0
             losses.append(loss)
-            log.write(json.dumps({"step": step + 1, "loss": loss, "lr": lr}) + "\n")
-            bar.set_postfix(loss=f"{loss:.4g}")
             done = step + 1
-            if done % config.eval_every == 0 or done == config.steps:
-                metrics = evaluate(adapter, config)
-                evaluations.append({"step": done, **metrics})
-                log.write(json.dumps({"step": done, "eval": metrics}) + "\n")
-            if done % config.checkpoint_every == 0 or done == end:
-                log.flush()
-                ckpt_io.save(ckpt_path, ckpt_io.Checkpoint(done, adapter.to_bundle(), adapter.optimizer_state(),
-                                                           config.to_dict()))
-    bar.close()
+            epoch_end = spe is not None and done % spe == 0
+            if lead:
+                log.write(json.dumps({"step": done, "loss": loss, "lr": lr}) + "\n")
+                bar.update(1)
+                examples = batch.examples * adapter.world_size
+                bar.set_postfix_str(f"loss {loss:.4g}, {examples / seconds:.3g} ex/s, "
+                                    f"{batch.tokens * adapter.world_size / seconds:.3g} tok/s"
+                                    + (f", epoch {done / spe:.2f}" if spe else ""))
+            if done == total or (config.eval_every and done % config.eval_every == 0) or epoch_end:
+                metrics = source.evaluate(adapter)
+                record = {"step": done, **({"epoch": round(done / spe, 6)} if spe else {}), **metrics}
+                evaluations.append(record)
+                if monitor and (best is None or metrics["val"][monitor] > best["val"][monitor]):
+                    best = record
+                    if lead:
+                        _save(best_path, done, adapter, config, best)
+                if lead:
+                    log.write(json.dumps({"step": done, "eval": {k: v for k, v in record.items() if k != "step"}}
+                                         if spe else {"step": done, "eval": metrics}) + "\n")
+                    if progress and spe:
+                        bar.write(_describe(record), file=sys.stderr)
+            if done == end or epoch_end or (config.checkpoint_every and done % config.checkpoint_every == 0):
+                if lead:
+                    log.flush()
+                    _save(ckpt_path, done, adapter, config, best)
+    finally:
+        bar.close()
+        if log:
+            log.close()
     seconds = (time.perf_counter() - tic) / max(end - start, 1)
     bundle = adapter.to_bundle()
-    result = RunResult(config, end, losses, evaluations, seconds, bundle)
-    if end == config.steps:
+    result = RunResult(config, end, losses, evaluations, seconds, bundle, best, adapter.rank)
+    if end == total and lead:
         write_results(out, result)
     return result
+
+
+def _ranks(config: TrainConfig) -> tuple[int, int]:
+    """(rank, world size) of this process: torchrun's for the torch side; JAX's devices are one process."""
+    import os
+
+    world = int(os.environ.get("WORLD_SIZE", "1")) if config.backend == "torch" else 1
+    rank = int(os.environ.get("RANK", "0")) if config.backend == "torch" else 0
+    if config.backend == "torch" and world != config.devices:
+        hint = f"run with torchrun --nproc-per-node {config.devices}" if world == 1 else f"--set devices={world}"
+        raise LinrnnError(f"devices: expected torchrun's WORLD_SIZE ({world}) for the torch side, "
+                          f"found {config.devices} ({hint})")
+    return rank, world
+
+
+def _save(path: Path, step: int, adapter, config: TrainConfig, best: dict | None) -> None:
+    ckpt_io.save(path, ckpt_io.Checkpoint(step, adapter.to_bundle(), adapter.optimizer_state(), config.to_dict(),
+                                          {"best": best} if best else {}))
+
+
+def _describe(record: dict) -> str:
+    parts = [f"step {record['step']}"] + ([f"epoch {record['epoch']:g}"] if "epoch" in record else [])
+    for split in EVAL_SPLITS:
+        if split in record:
+            parts.append(f"{split} " + " ".join(f"{k} {v:.4g}" for k, v in record[split].items()))
+    return ", ".join(parts)
 
 
 def write_results(out: Path, result: RunResult) -> Path:
@@ -168,6 +375,7 @@ def write_results(out: Path, result: RunResult) -> Path:
         "steps": result.steps_done,
         "seconds_per_step": result.seconds_per_step,
         "final": result.evaluations[-1] if result.evaluations else None,
+        "best": result.best,
         "train_loss": [h["loss"] for h in history if "loss" in h],
         "evaluations": [{"step": h["step"], **h["eval"]} for h in history if "eval" in h],
         "code_version": code_version(),

@@ -4,7 +4,9 @@
     block i:  z = norm(x); z = mixer(z); z = gelu(z); z = dropout(z);
               z = glu(z) = (W1 z + b1) * sigmoid(W2 z + b2); z = dropout(z); x = x + z
               (prenorm; postnorm: x = norm(x + mixer-path(x)))
-    head:     pool over time (mean over the valid positions | last valid position | none), Linear(H -> d_out)
+    head:     pool over time (mean over the valid positions | last valid position | none), Linear(H -> d_out);
+              retrieval: rows b and B + b of (2B L) inputs are one pair of documents, pooled to z1, z2 (B H):
+              Linear(H -> d_out)(gelu(Linear(4H -> H)([z1, z2, z1 - z2, z1 * z2])))
 
 GELU is the exact erf form (`jax.nn.gelu(approximate=False)`; JAX's default is the tanh approximation).
 
@@ -16,6 +18,9 @@ Training mode (`forward_train`) differs in two places:
   PyTorch's BatchNorm1d on (B H L) does) with the biased variance, and returns the updated running
   statistics with m = `linrnn.impls.config.BATCHNORM_MOMENTUM` (PyTorch's rule): mean <- (1 - m) mean
   + m batch_mean, var <- (1 - m) var + m batch_var * n/(n-1) (n = B L).
+
+`forward_train(..., remat=True)` wraps each block in `jax.checkpoint`: its activations are recomputed
+in the backward pass instead of stored (the same numbers, with less memory).
 
 `params` is a flat dict keyed like the model bundle; its dtype is the compute dtype.
 """
@@ -120,7 +125,18 @@ def pool(x: jnp.ndarray, lengths: jnp.ndarray, how: str) -> jnp.ndarray:
     return jnp.sum(x * valid[..., None], axis=1) / lengths[:, None].astype(x.dtype)
 
 
-def _forward(params: Params, cfg: ModelConfig, inputs, lengths, mode: str, train: bool, key):
+def head(p: Params, cfg: ModelConfig, z: jnp.ndarray) -> jnp.ndarray:
+    """Pooled features -> outputs: (B H) -> (B d_out), or (B L H) -> (B L d_out) with pooling 'none'.
+
+    Retrieval: z (2B H), the first documents then the second ones -> (B d_out).
+    """
+    if cfg.head == "retrieval":
+        z1, z2 = jnp.split(z, 2)                                          # (B H) each
+        z = gelu(jnp.concatenate([z1, z2, z1 - z2, z1 * z2], axis=-1) @ p["head.weight"].T + p["head.bias"])
+    return z @ p["decoder.weight"].T + p["decoder.bias"]
+
+
+def _forward(params: Params, cfg: ModelConfig, inputs, lengths, mode: str, train: bool, key, remat: bool = False):
     layer.check_mode(mode)
     if train and cfg.dropout > 0 and key is None:
         raise LinrnnError(f"key: training with dropout {cfg.dropout} needs a PRNG key")
@@ -130,13 +146,13 @@ def _forward(params: Params, cfg: ModelConfig, inputs, lengths, mode: str, train
     elif jnp.shape(lengths) != (x.shape[0],):
         raise LinrnnError(f"lengths: expected shape ({x.shape[0]},), found {jnp.shape(lengths)}")
     keys = jax.random.split(key, 2 * cfg.n_layers) if key is not None else [None] * (2 * cfg.n_layers)
+    run_block = jax.checkpoint(block, static_argnums=(1, 3, 4)) if remat else block   # cfg, mode, train
     running = {}
     for i in range(cfg.n_layers):
         prefix = f"layers.{i}."
-        x, stats = block(sub_params(params, prefix), cfg, x, mode, train, keys[2 * i: 2 * i + 2])
+        x, stats = run_block(sub_params(params, prefix), cfg, x, mode, train, keys[2 * i: 2 * i + 2])
         running.update({prefix + k: v for k, v in stats.items()})
-    out = pool(x, lengths, cfg.pooling) @ params["decoder.weight"].T + params["decoder.bias"]
-    return out, running
+    return head(params, cfg, pool(x, lengths, cfg.pooling)), running
 
 
 @partial(jax.jit, static_argnames=("cfg", "mode"))
@@ -144,27 +160,34 @@ def _evaluate(params: Params, cfg: ModelConfig, inputs, lengths, mode: str) -> j
     return _forward(params, cfg, inputs, lengths, mode, False, None)[0]
 
 
-@partial(jax.jit, static_argnames=("cfg", "mode"))
-def _train(params: Params, cfg: ModelConfig, inputs, key, lengths, mode: str):
-    return _forward(params, cfg, inputs, lengths, mode, True, key)
+@partial(jax.jit, static_argnames=("cfg", "mode", "remat"))
+def _train(params: Params, cfg: ModelConfig, inputs, key, lengths, mode: str, remat: bool):
+    return _forward(params, cfg, inputs, lengths, mode, True, key, remat)
 
 
 def forward(params: Params, cfg: ModelConfig, inputs, lengths=None, mode: str = "scan") -> jnp.ndarray:
     """Evaluation: the model's output, (B d_out) with pooling, (B L d_out) with pooling 'none'.
 
-    inputs   (B L d_in) real, or (B L) integer token ids with an embedding encoder
+    inputs   (B L d_in) real, or (B L) integer token ids with an embedding encoder; with the retrieval
+             head B = 2B' rows, the first documents then the second ones, and the output is (B' d_out)
     lengths  (B,) integers in [1, L]: the valid lengths for mean / last pooling; None: all full
     mode     the mixers' mode (layer.MODES)
     """
     check_compute_dtype(params["decoder.weight"])      # before jit, which would cut float64 to float32
+    cfg.check_rows(jnp.shape(inputs)[0])               # before jit, whose traceback note would follow the line
     return _evaluate(params, cfg, inputs, lengths, mode)
 
 
-def forward_train(params: Params, cfg: ModelConfig, inputs, key=None, lengths=None, mode: str = "scan"):
+def forward_train(params: Params, cfg: ModelConfig, inputs, key=None, lengths=None, mode: str = "scan",
+                  remat: bool = False):
     """Training: dropout (needs `key` when cfg.dropout > 0) and BatchNorm on batch statistics.
+
+    remat: wrap each block in `jax.checkpoint`, so that its activations are recomputed in the backward
+    pass instead of stored (the same value and gradients).
 
     -> (output, running statistics): the updated `layers.{i}.norm.mean` / `.var` entries for
     BatchNorm, to be merged into params by the trainer; {} for LayerNorm.
     """
     check_compute_dtype(params["decoder.weight"])
-    return _train(params, cfg, inputs, key, lengths, mode)
+    cfg.check_rows(jnp.shape(inputs)[0])
+    return _train(params, cfg, inputs, key, lengths, mode, remat)

@@ -3,7 +3,9 @@
     encoder:  Linear(d_in -> H)  or  Embedding(vocab -> H)
     block i:  z = norm(x); z = mixer(z); z = gelu(z); z = glu(z) = (W1 z + b1) * sigmoid(W2 z + b2);
               x = x + z                    (prenorm; postnorm: x = norm(x + mixer-path(x)))
-    head:     pool over time (mean over the valid positions | last valid position | none), Linear(H -> d_out)
+    head:     pool over time (mean over the valid positions | last valid position | none), Linear(H -> d_out);
+              retrieval: rows b and B + b of (2B L) inputs are one pair of documents, pooled to z1, z2 (B H):
+              Linear(H -> d_out)(gelu(Linear(4H -> H)([z1, z2, z1 - z2, z1 * z2])))
 
 Evaluation mode: dropout is the identity and BatchNorm uses its stored statistics. GELU is the exact
 erf form (PyTorch's default; note that `jax.nn.gelu` defaults to the tanh approximation).
@@ -77,17 +79,31 @@ def pool(x: np.ndarray, lengths: np.ndarray, how: str) -> np.ndarray:
     return (x * valid[..., None]).sum(axis=1) / lengths[:, None]
 
 
+def head(p: Params, cfg: ModelConfig, z: np.ndarray) -> np.ndarray:
+    """Pooled features -> outputs: (B H) -> (B d_out), or (B L H) -> (B L d_out) with pooling 'none'.
+
+    Retrieval: z (2B H), the first documents then the second ones -> (B d_out).
+    """
+    if cfg.head == "retrieval":
+        z1, z2 = np.split(z, 2)                                         # (B H) each
+        features = np.concatenate([z1, z2, z1 - z2, z1 * z2], axis=-1)  # (B 4H)
+        z = gelu(features @ p["head.weight"].T + p["head.bias"])
+    return z @ p["decoder.weight"].T + p["decoder.bias"]
+
+
 def forward(bundle: Bundle, inputs: np.ndarray, lengths: np.ndarray | None = None,
             mode: str = "sequential") -> np.ndarray:
     """The model's output: (B d_out) with pooling, (B L d_out) with pooling 'none'.
 
-    inputs   (B L d_in) real, or (B L) integer token ids with an embedding encoder
+    inputs   (B L d_in) real, or (B L) integer token ids with an embedding encoder; with the retrieval
+             head B = 2B' rows, the first documents then the second ones, and the output is (B' d_out)
     lengths  (B,) valid lengths for masked mean / last pooling, or None (all full)
     mode     the mixers' view: 'sequential' or 'conv'
     """
     cfg, p = bundle.config, bundle.params
     x = encode(p, cfg, inputs)                                      # (B L H)
+    cfg.check_rows(x.shape[0])
     lengths = check_lengths(lengths, x.shape[0], x.shape[1])
     for i in range(cfg.n_layers):
         x = block(sub_params(p, f"layers.{i}."), cfg, x, mode)
-    return pool(x, lengths, cfg.pooling) @ p["decoder.weight"].T + p["decoder.bias"]
+    return head(p, cfg, pool(x, lengths, cfg.pooling))

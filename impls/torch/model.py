@@ -5,23 +5,29 @@
               z = glu(z) = (W1 z + b1) * sigmoid(W2 z + b2); z = dropout(z); x = x + z
               (prenorm; postnorm: the norm moves after the residual, x = norm(x + z) with z from x)
     norm:     LayerNorm over H, or BatchNorm over the B x L positions
-    head:     pool over time (mean over the valid positions | last valid position | none), Linear(H -> d_out)
+    head:     pool over time (mean over the valid positions | last valid position | none), Linear(H -> d_out);
+              retrieval: rows b and B + b of (2B L) inputs are one pair of documents, pooled to z1, z2 (B H):
+              Linear(H -> d_out)(gelu(Linear(4H -> H)([z1, z2, z1 - z2, z1 * z2])))
 
 Evaluation mode (`model.eval()`) computes exactly the reference's `model.forward`. Training mode:
 BatchNorm normalises with the statistics of the batch (all B x L positions, padding included) and
 updates the stored ones (PyTorch's rule with `config.BATCHNORM_MOMENTUM`, unbiased variance); dropout draws one mask
-per sequence and feature and uses it at every time step. GELU is the exact erf form.
+per sequence and feature and uses it at every time step. GELU is the exact erf form. With
+`checkpoint=True` each block's activations are recomputed in the backward pass instead of stored.
 
 Module names follow the bundle's dotted keys (`encoder.weight`, `layers.0.norm.scale`,
-`layers.0.mixer.theta`, `layers.0.glu.W1`, `decoder.bias`, ...): `state_dict()` (parameters plus the
+`layers.0.mixer.theta`, `layers.0.glu.W1`, `head.weight`, `decoder.bias`, ...): `state_dict()` (parameters plus the
 BatchNorm statistics `norm.mean` / `norm.var` as buffers) has exactly the bundle's keys.
 """
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint as recompute_in_backward
 
 from linrnn.impls.bundle import Bundle, sub_params
 from linrnn.impls.config import BATCHNORM_MOMENTUM, ModelConfig
@@ -47,13 +53,25 @@ class Norm(nn.Module):
         if kind == "batch":
             self.register_buffer("mean", torch.zeros(H, dtype=dtype, device=device))
             self.register_buffer("var", torch.ones(H, dtype=dtype, device=device))
+        self.frozen = False   # True while a checkpointed block is recomputed (see `frozen_statistics`)
+
+    @contextlib.contextmanager
+    def frozen_statistics(self):
+        """The recomputation of a checkpointed block: BatchNorm normalises with the batch's statistics as in
+        the first pass, but with momentum 0 (stat <- stat), as the first pass updated the stored ones already.
+        The stored statistics stay arguments of the op, so the recomputation saves what the first pass saved."""
+        self.frozen = True
+        try:
+            yield
+        finally:
+            self.frozen = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x (B L H) -> (B L H)"""
         if self.kind == "layer":
             return F.layer_norm(x, x.shape[-1:], self.scale, self.bias, self.eps)
-        return F.batch_norm(x.transpose(1, 2), self.mean, self.var, self.scale, self.bias,
-                            training=self.training, momentum=self.momentum, eps=self.eps).transpose(1, 2)
+        return F.batch_norm(x.transpose(1, 2), self.mean, self.var, self.scale, self.bias, training=self.training,
+                            momentum=0.0 if self.frozen else self.momentum, eps=self.eps).transpose(1, 2)
 
 
 class GLU(nn.Module):
@@ -123,6 +141,8 @@ class Model(nn.Module):
         self.layers = nn.ModuleList([
             Block(cfg, Bundle(cfg.mixer, sub_params(bundle.params, f"layers.{i}.mixer.")), dtype, device)
             for i in range(cfg.n_layers)])
+        if cfg.head == "retrieval":
+            self.head = nn.Linear(4 * H, H, dtype=dtype, device=device)
         self.decoder = nn.Linear(H, cfg.d_output, dtype=dtype, device=device)
         load_bundle(self, bundle)
 
@@ -164,21 +184,43 @@ class Model(nn.Module):
         valid = torch.arange(x.shape[1], device=x.device)[None, :] < lengths[:, None]     # (B L)
         return (x * valid[..., None]).sum(dim=1) / lengths[:, None].to(x.dtype)
 
-    def forward(self, inputs: torch.Tensor, lengths: torch.Tensor | None = None, mode: str = MODES[0]) -> torch.Tensor:
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        """Pooled features -> outputs: (B H) -> (B d_out), or (B L H) -> (B L d_out) with pooling 'none'.
+
+        Retrieval: z (2B H), the first documents then the second ones -> (B d_out).
+        """
+        if self.config.head == "retrieval":
+            z1, z2 = z.chunk(2)                                                 # (B H) each
+            z = F.gelu(self.head(torch.cat([z1, z2, z1 - z2, z1 * z2], dim=-1)))
+        return self.decoder(z)
+
+    def forward(self, inputs: torch.Tensor, lengths: torch.Tensor | None = None, mode: str = MODES[0],
+                checkpoint: bool = False) -> torch.Tensor:
         """The model's output: (B d_out) with pooling, (B L d_out) with pooling 'none'.
 
-        inputs   (B L d_in) in the model's dtype, or (B L) integer token ids with an embedding encoder
-        lengths  (B,) integer valid lengths for masked mean / last pooling, or None (all full)
-        mode     the mixers' view: 'scan' (default) | 'sequential' | 'conv' | 'step'
+        inputs      (B L d_in) in the model's dtype, or (B L) integer token ids with an embedding encoder;
+                    with the retrieval head B = 2B' rows, the first documents then the second ones, and
+                    the output is (B' d_out)
+        lengths     (B,) integer valid lengths for masked mean / last pooling, or None (all full)
+        mode        the mixers' view: 'scan' (default) | 'sequential' | 'conv' | 'step'
+        checkpoint  in training with gradients: recompute each block's activations in the backward pass
+                    instead of storing them (the same numbers, including the dropout masks)
         """
         check_mode(mode)
         x = self.encode(inputs)                                                 # (B L H)
         B, L = x.shape[:2]
+        self.config.check_rows(B)
         if lengths is None:
             lengths = torch.full((B,), L, dtype=torch.int64, device=x.device)
         elif (not isinstance(lengths, torch.Tensor) or lengths.shape != (B,) or lengths.is_floating_point()
               or lengths.min() < 1 or lengths.max() > L):
             raise LinrnnError(f"lengths: expected integers of shape ({B},) in [1, {L}], found {lengths!r}")
+        recompute = checkpoint and self.training and torch.is_grad_enabled()
         for block in self.layers:
-            x = block(x, mode)
-        return self.decoder(self.pool(x, lengths))
+            if recompute:
+                x = recompute_in_backward(block, x, mode, use_reentrant=False,
+                                          context_fn=lambda b=block: (contextlib.nullcontext(),
+                                                                      b.norm.frozen_statistics()))
+            else:
+                x = block(x, mode)
+        return self.decode(self.pool(x, lengths))

@@ -18,6 +18,6 @@ the saved measurements when the page renders.
 from __future__ import annotations
 
 from linrnn.reports.sections import (crosscheck, gpucheck, norms, reference, speed, tasks, theory,
-                                     training_speed)
+                                     training_reduced, training_speed)
 
-SECTIONS = (reference, crosscheck, theory, speed, training_speed, tasks, norms, gpucheck)
+SECTIONS = (reference, crosscheck, theory, speed, training_speed, tasks, training_reduced, norms, gpucheck)

@@ -22,11 +22,11 @@ template; `linrnn report --from DIR` renders it from the saved results, stored s
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from linrnn.experiments.training_speed import DIRECTIONS, check_stored, derive, scaling, sweep, targets
 from linrnn.reports import plots
+from linrnn.reports.results import read_stored
 
 NAME = "training_speed"
 TITLE = "Training speed and memory: forward and forward+backward against L, beside the peers"
@@ -60,17 +60,9 @@ def compute(quick: bool, progress) -> tuple[dict, dict]:
 
 def load_stored(directory: Path) -> tuple[list[dict], list[list[str]]]:
     """Every valid stored sweep in `directory` (ratios recomputed from its rows), and [file, reason] for the rest."""
-    stored, skipped = [], []
-    for path in sorted(Path(directory).glob(STORED_GLOB)):
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-            skipped.append([path.name, f"unreadable JSON ({err})"])
-            continue
-        problem = check_stored(record)
-        if problem:
-            skipped.append([path.name, problem])
-            continue
+    files, skipped = read_stored(directory, STORED_GLOB, check_stored)
+    stored = []
+    for path, record in files:
         result, c = record["sweep"], record["sweep"]["config"]
         derive(result["rows"], c["B"], c["H"])
         result["scaling"], result["targets"] = scaling(result["rows"]), targets(result["rows"])

@@ -6,6 +6,7 @@ Every task has a loader module with the same interface (docs/data.md, "Writing a
     load(root, split, cache=None, **options) -> Split  memory-mapped arrays of one split
     check(root, cache=None, **options) -> list[str]    every problem found, one line each
     info(root, cache=None, **options) -> list[str]     what the loader sees, without parsing
+    _options(options) -> Options                       the options checked, without a folder (`check_options`)
 
 The registry maps a task name to its module *by name*, imported when first used, so a task whose
 module is not there (yet) is one clear error and the others keep working. A registry entry may fix
@@ -47,6 +48,12 @@ def loader(task: str) -> tuple[ModuleType, dict]:
             raise
         raise LinrnnError(f"data task {task!r}: its loader {module_name} is not there yet") from None
     return module, dict(fixed)
+
+
+def check_options(task: str, **options):
+    """The loader's options of `task`, checked without touching any folder (a one-line error if bad)."""
+    module, fixed = loader(task)
+    return module._options(fixed | options)
 
 
 def load(task: str, root, split: str, cache=None, **options):

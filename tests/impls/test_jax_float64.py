@@ -91,6 +91,7 @@ def test_float32_with_the_mode_off_computes_in_float32(cfg, mode):
 def test_the_model_and_the_training_adapter_enter_the_scope_for_float64():
     from linrnn.tasks.config import TrainConfig
     from linrnn.tasks.jax_adapter import Adapter
+    from linrnn.tasks.datatasks import ModelBatch
 
     cfg = TrainConfig(task="shift", length=16, model="lru", d_model=4, d_state=4, dtype="float64", backend="jax")
     bundle = init(cfg.model_config(), 0)
@@ -98,7 +99,7 @@ def test_the_model_and_the_training_adapter_enter_the_scope_for_float64():
     ref = reference_forward(bundle, x, None, "sequential")
     with jax.enable_x64(False):
         adapter = Adapter(bundle, cfg)
-        got = adapter.predict(x)
+        got = adapter.predict(ModelBatch(x, np.full(2, 16), np.zeros(2)))
         again = apply_bundle(bundle, x, "scan", "float64")
         assert not float64_enabled()
     assert_close("adapter predict float64", ref, got, "forward", "float64", 16)

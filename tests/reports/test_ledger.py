@@ -6,6 +6,8 @@ checks), so these tests run in milliseconds and say exactly which evidence gives
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from linrnn.reports import ledger
@@ -115,8 +117,15 @@ def test_every_not_run_row_has_a_command_except_d7_which_has_a_reason():
             assert r["command"] == "" and "out of reach" in r["evidence"]
         else:
             assert r["command"].strip(), r["id"]
-    for claim in ("R6", "R7", "D1", "D5", "D6"):               # no loader/generator today: marked as planned
-        assert row(rows, claim)["command"].startswith("planned"), claim
+    root = Path(__file__).resolve().parents[2]
+    expected = {"R6": 12, "R7": 2, "D1": 6, "D5": 6, "D6": 1}   # (task, model) pairs each full-scale claim needs
+    for claim, count in expected.items():                      # exact commands whose config files exist
+        commands = row(rows, claim)["command"].split(" ; ")
+        assert len(commands) == count, claim
+        for command in commands:
+            words = command.split()
+            assert words[:3] == ["linrnn", "train", "--config"], command
+            assert (root / words[3]).is_file(), f"{claim}: {words[3]} is not in the repository"
 
 
 def test_a_malformed_record_is_not_run_here_with_the_reason():

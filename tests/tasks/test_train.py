@@ -69,7 +69,7 @@ def test_a_tiny_run_of_every_task_completes(tmp_path, task):
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"task": "copy"}, "task: expected one of shift, "),
+    ({"task": "copy"}, "task: expected a synthetic task (shift, "),
     ({"d_model": -4}, "d_model: expected an integer >= 1, found -4"),
     ({"length": 4}, "length: expected an integer >= 8, found 4"),
     ({"model": "s4"}, "model: expected one of rotrnn, lru, dlr, found 's4'"),

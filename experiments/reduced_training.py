@@ -1,0 +1,225 @@
+"""The papers' data tasks trained at a reduced scale on this machine, honestly labelled.
+
+Each run is `linrnn.tasks.train.train` on data written by the project's generators in the real
+on-disk formats (docs/data.md), with a small model and a budget this 2-core CPU can afford. The
+scale (examples, lengths, model size, steps) is recorded with the result, beside the baseline that
+says whether the model learnt anything:
+
+    classification, retrieval   majority: the accuracy of always answering the train split's most
+                                frequent class, on test
+    tokens                      the same over the scored positions
+    segmentation                the macro F1 of always answering the most frequent pixel class
+
+    python -m linrnn.experiments.reduced_training --data DIR --out reports/results/training_reduced_cpu.json
+        [--only NAME[,NAME]] [--runs DIR]
+
+generates each data set under DIR when it is not there (seeded, so the same data every time), trains
+every run of `RUNS` into --runs (default DIR/runs/NAME; a run directory whose results.json has the
+same config is reused, not retrained), and writes one JSON with every run's config, data scale, curve
+(training loss per step, validation and test metrics per evaluation), best-validation evaluation, time
+per step, baseline, and the command, date, machine and library versions. The report's "Training at
+reduced scale" section renders it (`linrnn.reports.sections.training_reduced`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class DataSet:
+    name: str                    # folder under --data
+    generator: str               # the generator's task name (`linrnn data generate TASK`)
+    options: dict                # its sizes and options (`linrnn.tasks.data.generate.GENERATORS[generator]`)
+
+
+@dataclass(frozen=True)
+class Run:
+    name: str
+    data: DataSet
+    config: dict                 # TrainConfig fields
+    scale: str                   # in words, for the report
+    note: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+LISTOPS = DataSet("listops", "listops", dict(n_train=5000, n_val=500, n_test=500))
+PATHFINDER = DataSet("pathfinder32", "pathfinder", dict(resolution=32, n_train=16000, n_val=2000, n_test=2000))
+SPEECH = DataSet("speech", "speech", dict(n_train=60, n_val=10, n_test=10))   # per word and split
+SUBTREES = DataSet("subtrees", "listops-subtrees", dict(n_train=400, n_val=50, n_test=50))
+SEGMENTATION = DataSet("segmentation32", "pathfinder-segmentation", dict(resolution=32, n_train=2000, n_val=200,
+                                                                         n_test=200))
+
+_LISTOPS = dict(task="listops", model="lru", d_model=64, d_state=64, n_layers=2, norm="layer", batch_size=16, epochs=2,
+                steps=None, lr=3e-3, recurrence_lr=1.5e-3, weight_decay=0.05, warmup_steps=50, r_min=0.0, r_max=0.9,
+                eval_every=None, eval_batches=None, checkpoint_every=100, workers=1)
+
+# the same data with slower decays (|lambda| up to 0.999: the first operator must reach the pooled mean) and 4 epochs
+_LISTOPS_LONG = {**_LISTOPS, "r_min": 0.9, "r_max": 0.999, "lr": 4e-3, "recurrence_lr": 2e-3, "epochs": 4}
+
+RUNS: tuple[Run, ...] = (
+    Run("listops-lru-torch", LISTOPS, {**_LISTOPS, "backend": "torch"},
+        "5,000 / 500 / 500 generated ListOps expressions at the real lengths (500-2000 tokens); LRU, 2 layers, "
+        "H = N = 64; 2 epochs of batch 16 (624 steps)"),
+    Run("listops-lru-jax", LISTOPS, {**_LISTOPS, "backend": "jax"},
+        "the same data, model and steps on the JAX side"),
+    Run("listops-lru-torch-slow-decay", LISTOPS, {**_LISTOPS_LONG, "backend": "torch"},
+        "the same data; LRU ring |lambda| in [0.9, 0.999] instead of the ListOps config's [0, 0.9], lr 4e-3; "
+        "4 epochs of batch 16 (1,248 steps)"),
+    Run("listops-lru-jax-slow-decay", LISTOPS, {**_LISTOPS_LONG, "backend": "jax"},
+        "the same data, model and steps on the JAX side"),
+    Run("pathfinder32-lru-torch", PATHFINDER,
+        dict(task="pathfinder", model="lru", d_model=64, d_state=64, n_layers=2, norm="batch", bidirectional=True,
+             batch_size=32, epochs=2, steps=None, lr=4e-3, recurrence_lr=1e-3, weight_decay=0.05, warmup_steps=50,
+             eval_every=None, eval_batches=None, checkpoint_every=100, workers=1, backend="torch"),
+        "20,000 generated Pathfinder-32 images in the loader's 80/10/10 split (L = 1024); bidirectional LRU, 2 layers, "
+        "H = N = 64, BatchNorm; 2 epochs of batch 32"),
+    Run("pathfinder32-dlr-torch", PATHFINDER,
+        dict(task="pathfinder", model="dlr", d_model=64, d_state=64, n_layers=2, norm="layer", bidirectional=True,
+             batch_size=32, epochs=2, steps=None, lr=2e-3, dt_min=1e-4, dt_max=1e-1, weight_decay=0.05,
+             warmup_steps=50, eval_every=None, eval_batches=None, checkpoint_every=100, workers=1, backend="torch"),
+        "the same images; bidirectional DLR (conv mode), 2 layers, H = N = 64, LayerNorm; 2 epochs of batch 32"),
+    Run("sc10-lru-torch", SPEECH,
+        dict(task="sc10", model="lru", data_options={"mfcc": True}, d_model=64, d_state=64, n_layers=2, norm="batch",
+             bidirectional=True, batch_size=16, epochs=10, steps=None, lr=4e-3, recurrence_lr=1e-3, weight_decay=0.05,
+             warmup_steps=20, r_min=0.9, r_max=0.999, eval_every=None, eval_batches=None, checkpoint_every=100,
+             workers=1, backend="torch"),
+        "the espeak-ng corpus in the Speech Commands layout (synthetic speech, not the claim's recordings): the SC10 "
+        "words' full-second clips in S4's stratified 70/15/15 split, as 20 MFCCs x 161 frames (L = 161; the raw "
+        "16 kHz input costs about 10 s a step here); bidirectional LRU, 2 layers, H = N = 64; 10 epochs of batch 16"),
+    Run("subtrees-lru-torch", SUBTREES,
+        dict(task="listops-subtrees", model="lru", d_model=32, d_state=32, n_layers=2, norm="layer", batch_size=8,
+             epochs=4, steps=None, lr=3e-3, recurrence_lr=1.5e-3, weight_decay=0.01, warmup_steps=20,
+             eval_every=None, eval_batches=None, checkpoint_every=50, workers=1, backend="torch"),
+        "400 / 50 / 50 generated ListOpsSubTrees trees (7,000-8,180 tokens, a class at every closing bracket); "
+        "LRU, 2 layers, H = N = 32; 4 epochs of batch 8 (200 steps)"),
+    Run("segmentation32-dlr-torch", SEGMENTATION,
+        dict(task="pathfinder-segmentation", model="dlr", data_options={"resolution": 32}, d_model=32, d_state=64,
+             n_layers=2, norm="layer", bidirectional=True, batch_size=16, epochs=3, steps=None, lr=1e-3,
+             dt_min=1e-4, dt_max=1e-1, warmup_steps=20, eval_every=None, eval_batches=None, checkpoint_every=100,
+             workers=1, backend="torch"),
+        "2,400 generated PathfinderSegmentation-32 images in the loader's 80/10/10 split (L = 1024, 3 pixel classes); "
+        "bidirectional DLR, 2 layers, H = 32, N = 64; 3 epochs of batch 16"),
+)
+
+
+def ensure_data(root: Path, data: DataSet) -> Path:
+    """The data set's folder under `root`, generated (seeded, default seed) when it is not there."""
+    from linrnn.tasks.data.generate import GENERATORS
+
+    folder = root / data.name
+    finished = folder.is_dir() and any(not p.name.startswith(".") for p in folder.iterdir())
+    if not finished:   # a generator renames its task folder into place at the end: only a finished one counts
+        GENERATORS[data.generator](folder, **data.options)
+    return folder
+
+
+def baseline(run: Run, folder: Path) -> dict:
+    """What a model that learnt nothing scores on test: the train split's most frequent class, always."""
+    from linrnn.tasks import data as datalayer
+    from linrnn.tasks.config import TrainConfig
+    from linrnn.tasks.datatasks import IGNORE_INDEX, Tally
+
+    config = TrainConfig(**run.config)
+    task = config.data_task
+    options = config.loader_options()
+    splits = {s: datalayer.load(task.loader, folder, s, **options) for s in ("train", "val", "test")}
+
+    def labels(split) -> np.ndarray:
+        if task.objective in ("tokens", "segmentation"):
+            name = next(s.name for s in split.sequences if s.role == "target")
+            values = np.asarray(split.arrays[name]).ravel()
+            return values[values != IGNORE_INDEX].astype(np.int64)
+        return np.asarray(split.arrays[split.labels]).astype(np.int64)
+
+    majority = int(np.bincount(labels(splits["train"]), minlength=task.classes).argmax())
+    test = labels(splits["test"])
+    logits = np.zeros((len(test), task.classes))
+    logits[:, majority] = 1.0
+    tally = Tally(task.objective, task.classes)
+    tally.add(logits, test)
+    summary = tally.summary()
+    metric = task.monitor
+    return {"rule": f"always class {majority} (the most frequent in train)", "metric": metric,
+            "value": summary[metric], "examples": {name: len(split) for name, split in splits.items()}}
+
+
+def run_one(run: Run, data_root: Path, runs_root: Path, progress: bool) -> dict:
+    from linrnn.tasks.config import TrainConfig
+    from linrnn.tasks.train import train
+
+    folder = ensure_data(data_root, run.data)
+    config = TrainConfig(**run.config)
+    out = runs_root / run.name
+    results = out / "results.json"
+    reused = results.exists() and json.loads(results.read_text())["config"] == config.to_dict()
+    tic = time.perf_counter()
+    if not reused:
+        train(config, out, data=folder, progress=progress, resume=(out / "checkpoint.npz").exists())
+    record = json.loads(results.read_text())
+    best = record["best"]
+    metric = config.data_task.monitor
+    base = baseline(run, folder)
+    examples = base.pop("examples")
+    return {"name": run.name, "task": config.task, "model": config.model, "backend": config.backend,
+            "scale": run.scale, "examples": examples,
+            "data": {"generator": run.data.generator, "options": run.data.options},
+            "config": record["config"], "steps": record["steps"], "seconds_per_step": record["seconds_per_step"],
+            "wall_seconds": None if reused else round(time.perf_counter() - tic, 1),
+            "train_loss": record["train_loss"], "evaluations": record["evaluations"], "best": best,
+            "metric": metric, "test_at_best_val": best["test"][metric] if best else None,
+            "baseline": base, "above_baseline": bool(best and best["test"][metric] > base["value"]),
+            "machine": record["machine"], "code_version": record["code_version"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m linrnn.experiments.reduced_training", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True, help="folder of the generated data sets (made when missing)")
+    parser.add_argument("--out", required=True, help="the JSON file to write")
+    parser.add_argument("--runs", default=None, help="folder of the run directories (default DATA/runs)")
+    parser.add_argument("--only", default=None, help=f"comma-separated run names: {', '.join(r.name for r in RUNS)}")
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    from linrnn.impls.provenance import library_versions, machine
+
+    names = [r.name for r in RUNS]
+    chosen = names if args.only is None else [n.strip() for n in args.only.split(",")]
+    bad = [n for n in chosen if n not in names]
+    if bad:
+        print(f"--only: expected names among {', '.join(names)}, found {', '.join(bad)}", file=sys.stderr)
+        return 2
+    data_root = Path(args.data)
+    runs_root = Path(args.runs) if args.runs else data_root / "runs"
+    out = Path(args.out)
+    previous = json.loads(out.read_text())["runs"] if out.exists() else []
+    rows = {r["name"]: r for r in previous}
+    for run in RUNS:
+        if run.name in chosen:
+            rows[run.name] = run_one(run, data_root, runs_root, progress=not args.quiet)
+            print(f"{run.name}: test {rows[run.name]['metric']} at the best validation "
+                  f"{rows[run.name]['test_at_best_val']:.4f} (baseline {rows[run.name]['baseline']['value']:.4f}), "
+                  f"{rows[run.name]['seconds_per_step']:.2f} s/step", flush=True)
+            record = {"schema_version": SCHEMA, "experiment": "reduced_training",
+                      "command": "python -m linrnn.experiments.reduced_training " + " ".join(argv or sys.argv[1:]),
+                      "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                      "machine": machine(), "libraries": library_versions(),
+                      "runs": [rows[r.name] for r in RUNS if r.name in rows]}
+            out.parent.mkdir(parents=True, exist_ok=True)
+            tmp = out.with_name(out.name + ".tmp")
+            tmp.write_text(json.dumps(record, indent=1, allow_nan=False))
+            tmp.replace(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
