@@ -132,14 +132,11 @@ def test_resume_across_an_epoch_boundary_with_workers_equals_the_whole_run(backe
 
 
 def test_token_targets_and_segmentation_train_and_score(cache_env):
-    from linrnn.tasks.data.generate import pathfinder_segmentation
-
     assert main(["data", "generate", "listops-subtrees", "--out", str(cache_env / "st"), "--n-train", "8",
                  "--n-val", "4", "--n-test", "4"]) == 0
     st = train(TrainConfig(task="listops-subtrees", model="lru", steps=2, data_options={"max_length": 8192},
                            **TINY), cache_env / "run-st", data=cache_env / "st", progress=False)
     assert 0.0 <= st.evaluations[-1]["val"]["accuracy"] <= 1.0
-    assert pathfinder_segmentation   # the generator exists; the data set below is written by it
     assert main(["data", "generate", "pathfinder-segmentation", "--out", str(cache_env / "seg"), "--resolution", "32",
                  "--n-train", "8", "--n-val", "2", "--n-test", "2"]) == 0
     seg = train(TrainConfig(task="pathfinder-segmentation", model="dlr", steps=2, bidirectional=True,
