@@ -1,8 +1,12 @@
-"""Project-wide pytest set-up: the `--benchmark` switch, and JAX in float64 inside every test.
+"""Project-wide pytest set-up: the `--benchmark` switch, worker processes, and JAX in float64 inside every test.
 
 `pytest --benchmark` runs only the speed benchmarks (tests marked `bench`); the default run skips them.
 pytest-benchmark's own options all start with `--benchmark-`, so a bare `--benchmark` would be an
 ambiguous prefix for argparse unless it is an option of its own: it is registered here, exactly.
+
+The default run spreads the test files over one worker process per core (pytest-xdist; `addopts` in
+pyproject.toml). A worker's PyTorch then uses its share of the cores, so the workers do not oversubscribe
+the machine. The benchmarks always run in one process: timings taken beside other tests would be noise.
 
 Importing `linrnn.impls.jax` leaves JAX's 64-bit mode off (docs/precision.md). The tests and properties
 build float64 parameters in module-level fixtures and helpers as well as in test bodies, so the whole
@@ -13,8 +17,14 @@ the scope on purpose.
 """
 
 import importlib.util
+import os
 
 import pytest
+
+if "PYTEST_XDIST_WORKER_COUNT" in os.environ and importlib.util.find_spec("torch") is not None:
+    import torch
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -32,7 +42,15 @@ def pytest_addoption(parser):
                      help="run only the speed benchmarks (tests marked 'bench'), which the default run skips")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    if config.getoption("--benchmark") and hasattr(config.option, "dist"):   # before xdist starts its workers
+        config.option.numprocesses, config.option.dist, config.option.tx = 0, "no", []
+
+
 def pytest_collection_modifyitems(config, items):
+    # the quick report (minutes) first: with several workers, the other files then fill that time
+    items.sort(key=lambda item: "quick_report" not in getattr(item, "fixturenames", ()))
     if config.getoption("--benchmark"):
         selected = [item for item in items if "bench" in item.keywords]
         deselected = [item for item in items if "bench" not in item.keywords]

@@ -17,7 +17,7 @@ from linrnn.experiments.training_speed import sweep  # noqa: F401  (re-exported:
 
 SIZES = {"B": 4, "H": 64, "N": 64, "heads": 8, "dtype": "float32"}
 LENGTHS = (256, 1024, 4096, 16384)
-QUICK_LENGTHS = (256, 1024)
+QUICK_LENGTHS = (128, 512)      # two lengths 4x apart: enough for the step mode's time per position (D9)
 BUDGET_MS = 1500.0  # a call slower than this is not timed at the next, 4x longer, L (ms = None)
 KINDS = ("rotrnn", "lru", "dlr")
 MODES = ("sequential", "scan", "conv", "step")

@@ -27,7 +27,8 @@ from linrnn.impls.errors import LinrnnError
 
 
 def layer_config(kind: str, H: int, N: int, heads: int = 16) -> MixerConfig:
-    """One layer of width H and *total* state N (RotRNN: `heads` heads of N / heads; LRU, DLR: N)."""
+    """One layer of width H and *total* state N (RotRNN: `heads` heads of N / heads; LRU, DLR, S5: N; S4D: N per
+    channel; attention: `heads` heads and no state, N dropped)."""
     if kind == "rotrnn" and N % heads:
         raise LinrnnError(f"N: expected a total state divisible by heads = {heads}, found {N}")
     return mixer_config(kind, H, N // heads if kind == "rotrnn" else N, heads=heads)
@@ -36,7 +37,7 @@ def layer_config(kind: str, H: int, N: int, heads: int = 16) -> MixerConfig:
 def info_record(kind: str, mode: str, B: int, L: int, H: int, N: int, heads: int, dtype: str) -> dict:
     """What a benchmark record says about its run, the same keys on both sides (each adds device, version)."""
     return {"mixer": kind, "mode": mode, "B": B, "L": L, "H": H, "N": N,
-            "heads": heads if kind == "rotrnn" else None, "dtype": dtype}
+            "heads": heads if kind in ("rotrnn", "attention") else None, "dtype": dtype}
 
 
 def median_ms(call: Callable[[], object], repeats: int = 5, warmup: int = 1) -> float:
@@ -55,8 +56,10 @@ def median_ms(call: Callable[[], object], repeats: int = 5, warmup: int = 1) -> 
 
 DIRECTIONS = ("forward", "forward+backward")
 # The modes a training run would use, per mixer: the parallel-in-L views (docs/speed.md). DLR has
-# two: `conv` (its kernel route, the fastest here) and `scan` (the chunked kernel-form scan).
-TRAINING_MODES = {"rotrnn": ("scan",), "lru": ("scan",), "dlr": ("conv", "scan")}
+# two: `conv` (its kernel route, the fastest here) and `scan` (the chunked kernel-form scan); S4D
+# likewise `conv` (the s4 code's route) and `scan` (the chunked scan over its H N lanes).
+TRAINING_MODES = {"rotrnn": ("scan",), "lru": ("scan",), "dlr": ("conv", "scan"), "s4d": ("conv", "scan"),
+                  "s5": ("scan",)}
 
 
 def check_direction(direction: str) -> str:

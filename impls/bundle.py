@@ -29,7 +29,8 @@ from typing import Mapping
 import numpy as np
 
 from linrnn.impls.config import (
-    SCHEMA_VERSION, Config, DLRConfig, LRUConfig, MixerConfig, ModelConfig, RotRNNConfig,
+    SCHEMA_VERSION, AttentionConfig, Config, DLRConfig, LRUConfig, MixerConfig, ModelConfig, RotRNNConfig,
+    S4DConfig, S5Config,
     config_from_dict, config_to_dict,
 )
 from linrnn.impls.errors import LinrnnError
@@ -44,14 +45,22 @@ RECURRENCE_KEYS: dict[str, tuple[str, ...]] = {
     "rotrnn": ("M", "theta", "gamma_log"),
     "lru": ("nu_log", "theta_log", "gamma_log"),
     "dlr": ("a", "theta"),
+    "s4d": ("log_dt", "log_A_real", "A_imag"),
+    "s5": ("Lambda_re", "Lambda_im", "B_re", "B_im", "log_step"),   # the S5 code's "ssm" group, B included
+    "attention": (),                  # no recurrence: every parameter is an ordinary weight
 }
 
 
-def is_recurrence_key(key: str) -> bool:
-    """`theta` in a layer bundle, or `layers.3.mixer.theta` in a model bundle; never a non-mixer weight."""
+def is_recurrence_key(key: str, config: Config) -> bool:
+    """`theta` in a layer bundle, or `layers.3.mixer.theta` in a model bundle; never a non-mixer weight.
+
+    The mixer's kind decides (`config` is the bundle's, a layer or a model config): `B_re` is a recurrence
+    parameter of S5 and an ordinary weight of the LRU.
+    """
+    kind = config.mixer.kind if isinstance(config, ModelConfig) else config.kind
     parts = key.split(".")
     in_mixer = len(parts) == 1 or (len(parts) >= 2 and parts[-2] == "mixer")
-    return in_mixer and any(parts[-1] in keys for keys in RECURRENCE_KEYS.values())
+    return in_mixer and parts[-1] in RECURRENCE_KEYS[kind]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -60,6 +69,10 @@ def is_recurrence_key(key: str) -> bool:
 
 def mixer_shapes(cfg: MixerConfig) -> dict[str, Shape]:
     """Keys and shapes of one mixer's raw parameters (docs/models.md tables)."""
+    if isinstance(cfg, AttentionConfig):       # no state size: four H x H maps, their biases, a temperature per head
+        H = cfg.d_model
+        return {"W_q": (H, H), "b_q": (H,), "W_k": (H, H), "b_k": (H,), "W_v": (H, H), "b_v": (H,),
+                "W_o": (H, H), "b_o": (H,), "log_temperature": (cfg.heads,)}
     H, N = cfg.d_model, cfg.d_state
     if isinstance(cfg, RotRNNConfig):
         heads = cfg.heads
@@ -76,6 +89,16 @@ def mixer_shapes(cfg: MixerConfig) -> dict[str, Shape]:
         shapes = {"a": (N,), "theta": (N,), "W_re": (H, N), "W_im": (H, N), "D": (H,)}
         if cfg.bidirectional:
             shapes.update({"W_re_rev": (H, N), "W_im_rev": (H, N)})
+    elif isinstance(cfg, S4DConfig):
+        shapes = {"log_dt": (H,), "log_A_real": (H, N), "A_imag": (H, N), "C_re": (H, N), "C_im": (H, N),
+                  "D": (H,)}
+        if cfg.bidirectional:
+            shapes.update({"C_re_rev": (H, N), "C_im_rev": (H, N)})
+    elif isinstance(cfg, S5Config):
+        shapes = {"Lambda_re": (N,), "Lambda_im": (N,), "B_re": (N, H), "B_im": (N, H), "C_re": (H, N),
+                  "C_im": (H, N), "D": (H,), "log_step": (N,)}
+        if cfg.bidirectional:
+            shapes.update({"C_re_rev": (H, N), "C_im_rev": (H, N)})
     else:
         raise TypeError(f"not a mixer config: {cfg!r}")
     return shapes
@@ -212,6 +235,32 @@ def _validate_values(config: Config, params: Mapping[str, np.ndarray]) -> None:
             head = int(np.flatnonzero(norms == 0)[0])
             raise LinrnnError(f"B: head {head} has ||B_h||_F = 0, so xi_h = sqrt(1 - gamma_h^2)/||B_h||_F "
                               f"is undefined")
+    elif isinstance(config, S4DConfig):
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            A_real = -np.exp(params["log_A_real"])                                  # (H N)
+            dtA = np.exp(params["log_dt"])[:, None] * (A_real + 1j * params["A_imag"])
+        for bad, why in ((~np.isfinite(dtA), "dt A overflows, so exp(dt A) is undefined"),
+                         ((A_real == 0) & (params["A_imag"] == 0),
+                          "A = 0 (exp(log_A_real) underflows and A_imag = 0), so the ZOH factor (exp(dt A) - 1)/A "
+                          "is undefined")):
+            if np.any(bad):
+                h, n = np.argwhere(bad)[0]
+                raise LinrnnError(f"log_dt, log_A_real, A_imag: at channel {h}, mode {n}, {why}")
+    elif isinstance(config, S5Config):
+        Lambda_re, Lambda_im = params["Lambda_re"], params["Lambda_im"]
+        if config.clip_eigs:
+            Lambda_re = np.minimum(Lambda_re, config.CLIP_RE)
+        with np.errstate(over="ignore", invalid="ignore"):
+            half_step = 0.5 * np.exp(params["log_step"]) * (Lambda_re + 1j * Lambda_im)      # Delta Lambda / 2, (N,)
+        if config.discretization == "zoh":
+            singular = (Lambda_re == 0) & (Lambda_im == 0)
+            why = "Lambda = 0, so the ZOH factor (exp(Delta Lambda) - 1)/Lambda is undefined"
+        else:
+            singular = half_step == 1
+            why = "Delta Lambda = 2, so the bilinear factor Delta/(1 - Delta Lambda/2) is undefined"
+        for bad, why in ((~np.isfinite(half_step), "Delta Lambda overflows"), (singular, why)):
+            if np.any(bad):
+                raise LinrnnError(f"Lambda_re, Lambda_im, log_step: at mode {int(np.flatnonzero(bad)[0])}, {why}")
 
 
 def read_npz(path: str | os.PathLike, what: str = "bundle") -> dict[str, np.ndarray]:

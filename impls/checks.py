@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from linrnn.impls.config import DTYPES, MODES, DLRConfig, MixerConfig
+from linrnn.impls.config import DTYPES, KIND_MODES, DLRConfig, MixerConfig, modes
 from linrnn.impls.errors import LinrnnError
 
 
 # -- the calls a layer defines (docs/models.md): one rule, one message, every backend ----------------
 
-def check_mode(mode: str, backend: str) -> str:
-    """A mode of `backend` (`linrnn.impls.config.MODES`)."""
-    if mode not in MODES[backend]:
-        raise LinrnnError(f"mode: the {backend} backend has modes {', '.join(MODES[backend])}, found {mode!r}")
+def check_mode(mode: str, backend: str, kind: str | None = None) -> str:
+    """A mode of `backend` for the mixer `kind` (`linrnn.impls.config.modes`: a kind's own, else MODES)."""
+    allowed = modes(backend, kind)
+    if mode not in allowed:
+        own = f" for {kind}" if kind in KIND_MODES else ""
+        raise LinrnnError(f"mode: the {backend} backend has modes {', '.join(allowed)}{own}, found {mode!r}")
     return mode
+
+
+def check_stateless(cfg: MixerConfig, has_state: bool) -> None:
+    """A mixer without recurrence (attention) takes no state."""
+    if has_state and cfg.kind in KIND_MODES:
+        raise LinrnnError(f"state: {cfg.kind} has no recurrent state; call it without one")
 
 
 def check_dtype(dtype: str, backend: str) -> str:

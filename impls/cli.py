@@ -1,6 +1,6 @@
 """`linrnn params ...` and `linrnn apply`: the oracle on the command line.
 
-    linrnn params init --model {rotrnn,lru,dlr} [--layer-only] [sizes] --seed S --out FILE.npz
+    linrnn params init --model {rotrnn,lru,dlr,s4d,s5,attention} [--layer-only] [sizes] --seed S --out FILE.npz
     linrnn params show FILE.npz
     linrnn params convert --to {lru,rotrnn} IN.npz OUT.npz [--heads K]
     linrnn apply --params FILE.npz --input U.npy --out Y.npy [--backend B] [--mode M] [--dtype D] [--lengths N.npy]
@@ -16,7 +16,7 @@ import numpy as np
 
 from linrnn.impls.backends import BACKENDS, backend
 from linrnn.impls.bundle import load
-from linrnn.impls.config import MIXER_CONFIGS, ModelConfig, config_to_dict
+from linrnn.impls.config import MIXER_CONFIGS, ModelConfig, config_to_dict, modes
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 
@@ -27,11 +27,12 @@ def register(subparsers) -> None:
     actions.required = True
 
     p = actions.add_parser("init", help="initialise a bundle from a seed (each paper's initialisation)")
-    p.add_argument("--model", required=True, help="mixer: rotrnn, lru or dlr")
+    p.add_argument("--model", required=True, help="mixer: rotrnn, lru, dlr, s4d, s5 or attention")
     p.add_argument("--layer-only", action="store_true", help="a layer bundle (one mixer) instead of a deep model")
     p.add_argument("--d-model", type=int, default=None, help="H, features of the mixer (default: the config's)")
-    p.add_argument("--state", type=int, default=None, help="N, state size (RotRNN: per head)")
-    p.add_argument("--heads", type=int, default=None, help="RotRNN heads")
+    p.add_argument("--state", type=int, default=None, help="N, state size (RotRNN: per head; not attention)")
+    p.add_argument("--heads", type=int, default=None, help="RotRNN or attention heads")
+    p.add_argument("--window", type=int, default=None, help="attention: local windows of this many positions")
     p.add_argument("--bidirectional", action="store_true", help="bidirectional mixer")
     p.add_argument("--layers", type=int, default=None, help="model: number of blocks")
     p.add_argument("--d-input", type=int, default=None, help="model: input features (linear encoder)")
@@ -81,9 +82,14 @@ def _params_init(args: argparse.Namespace) -> int:
     if args.model not in MIXER_CONFIGS:
         raise LinrnnError(f"--model: expected one of {', '.join(MIXER_CONFIGS)}, found {args.model!r}")
     mixer_fields = {"d_model": _positive(args.d_model, "d-model"), "d_state": _positive(args.state, "state"),
-                    "heads": _positive(args.heads, "heads"), "bidirectional": args.bidirectional or None}
-    if args.model != "rotrnn" and args.heads is not None:
-        raise LinrnnError(f"--heads: only RotRNN has heads, found --heads with --model {args.model}")
+                    "heads": _positive(args.heads, "heads"), "bidirectional": args.bidirectional or None,
+                    "window": _positive(args.window, "window")}
+    if args.model not in ("rotrnn", "attention") and args.heads is not None:
+        raise LinrnnError(f"--heads: only RotRNN and attention have heads, found --heads with --model {args.model}")
+    if args.model == "attention" and args.state is not None:
+        raise LinrnnError("--state: attention has no state, found --state with --model attention")
+    if args.model != "attention" and args.window is not None:
+        raise LinrnnError(f"--window: only attention has windows, found --window with --model {args.model}")
     mixer = MIXER_CONFIGS[args.model](**{k: v for k, v in mixer_fields.items() if v is not None})
     model_fields = {"n_layers": _positive(args.layers, "layers"), "d_input": _positive(args.d_input, "d-input"),
                     "vocab_size": _positive(args.vocab_size, "vocab-size"),
@@ -150,9 +156,10 @@ def _apply(args: argparse.Namespace) -> int:
     inputs = read_npy(args.input, "input")
     lengths = read_npy(args.lengths, "lengths") if args.lengths is not None else None
     impl = backend(args.backend)
-    mode = args.mode or impl.MODES[0]
-    if mode not in impl.MODES:
-        raise LinrnnError(f"--mode: backend {args.backend} has modes {', '.join(impl.MODES)}, found {mode!r}")
+    allowed = modes(args.backend, bundle.config.mixer.kind if bundle.kind == "model" else bundle.config.kind)
+    mode = args.mode or allowed[0]
+    if mode not in allowed:
+        raise LinrnnError(f"--mode: backend {args.backend} has modes {', '.join(allowed)}, found {mode!r}")
     if args.dtype not in impl.DTYPES:
         raise LinrnnError(f"--dtype: backend {args.backend} computes in {', '.join(impl.DTYPES)}, "
                           f"found {args.dtype!r}")

@@ -27,6 +27,11 @@ MODES: dict[str, tuple[str, ...]] = {
     "torch": ("scan", "sequential", "conv", "step"),
     "jax": ("scan", "sequential", "conv", "step"),
 }
+# A kind without the recurrent and convolution views declares its own modes per backend, the first being
+# its default; these replace MODES for that kind only (`modes`, `linrnn.impls.checks.check_mode`).
+KIND_MODES: dict[str, dict[str, tuple[str, ...]]] = {
+    "attention": {"reference": ("full",), "torch": ("full", "chunked"), "jax": ("full", "chunked")},
+}
 # The dtypes each backend computes in; the reference is the float64 oracle.
 DTYPES: dict[str, tuple[str, ...]] = {
     "reference": ("float64",),
@@ -36,6 +41,11 @@ DTYPES: dict[str, tuple[str, ...]] = {
 # BatchNorm's update of its stored statistics in training mode: stat <- (1 - m) stat + m batch_stat
 # (PyTorch's default, which the authors' training code keeps). Evaluation uses the stored statistics.
 BATCHNORM_MOMENTUM = 0.1
+
+
+def modes(backend: str, kind: str | None = None) -> tuple[str, ...]:
+    """The modes of `backend` for the mixer `kind` (its own in KIND_MODES, else MODES), the first the default."""
+    return KIND_MODES.get(kind, MODES)[backend]
 
 
 def _check_int(obj: Any, name: str, minimum: int = 1) -> None:
@@ -146,27 +156,112 @@ class DLRConfig:
         return length if self.max_kernel_length is None else min(self.max_kernel_length, length)
 
 
-MixerConfig = Union[RotRNNConfig, LRUConfig, DLRConfig]
-MIXER_CONFIGS: dict[str, type] = {c.kind: c for c in (RotRNNConfig, LRUConfig, DLRConfig)}
-KINDS = tuple(MIXER_CONFIGS)    # ("rotrnn", "lru", "dlr")
+@dataclass(frozen=True)
+class S4DConfig:
+    """One S4D layer: per channel, `d_state` complex modes discretised by ZOH (Gu et al. 2022, the s4 repo's S4D)."""
+
+    kind: ClassVar[str] = "s4d"
+    d_model: int = 64              # H: channels (the layer is depthwise in H)
+    d_state: int = 32              # N: complex modes per channel (the s4 code's N/2; the conjugate half is implicit)
+    bidirectional: bool = False    # add a strictly anti-causal kernel read out by C_rev (docs/models.md)
+    init: str = "lin"              # A_imag: "lin" (S4D-Lin, pi n) or "inv" (S4D-Inv, (2N/pi)(2N/(2n+1) - 1))
+    dt_min: float = 1e-3           # dt_h log-uniform in [dt_min, dt_max] (the s4 code's defaults)
+    dt_max: float = 1e-1
+
+    def __post_init__(self) -> None:
+        _check_int(self, "d_model")
+        _check_int(self, "d_state")
+        _check_bool(self, "bidirectional")
+        _check_choice(self, "init", ("lin", "inv"))
+        _check_float(self, "dt_min", 0.0, 1e3, low_open=True)
+        _check_float(self, "dt_max", self.dt_min, 1e3)
+
+
+@dataclass(frozen=True)
+class S5Config:
+    """One S5 layer: one MIMO diagonal SSM over all H channels, `d_state` kept complex modes (Smith et al. 2023)."""
+
+    kind: ClassVar[str] = "s5"
+    d_model: int = 64              # H: features in and out of the layer
+    d_state: int = 64              # N: kept complex modes, one of each conjugate pair (the paper's P/2)
+    bidirectional: bool = False    # add a backward scan read out by C_rev (docs/models.md)
+    blocks: int = 1                # J: HiPPO-N blocks of 2N/J modes each (J divides N, so each block is even)
+    discretization: str = "zoh"    # "zoh" (the code's default) or "bilinear"
+    dt_min: float = 1e-3           # Delta_n log-uniform in [dt_min, dt_max], one step per mode (code defaults)
+    dt_max: float = 1e-1
+    clip_eigs: bool = False        # use min(Re Lambda, CLIP_RE) in the forward pass (left half-plane)
+    CLIP_RE: ClassVar[float] = -1e-4  # the S5 code's bound on Re Lambda under clip_eigs
+
+    def __post_init__(self) -> None:
+        _check_int(self, "d_model")
+        _check_int(self, "d_state")
+        _check_bool(self, "bidirectional")
+        _check_int(self, "blocks")
+        if self.d_state % self.blocks:
+            raise LinrnnError(f"S5Config.blocks: expected a divisor of d_state = {self.d_state} (each block keeps "
+                              f"one of each conjugate pair of its 2N/J HiPPO-N modes), found {self.blocks}")
+        _check_choice(self, "discretization", ("zoh", "bilinear"))
+        _check_float(self, "dt_min", 0.0, 1e3, low_open=True)
+        _check_float(self, "dt_max", self.dt_min, 1e3)
+        _check_bool(self, "clip_eigs")
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """One softmax-attention layer: `heads` heads with rotary positions and a learnable temperature (the DLR code's
+    baseline). It has no recurrence and so no state: no `d_state` field."""
+
+    kind: ClassVar[str] = "attention"
+    d_model: int = 64              # H: features in and out of the layer
+    heads: int = 4                 # heads of d_head = H / heads features each (even: rotary pairs)
+    bidirectional: bool = False    # every position sees the past and the future; else causal (j <= i)
+    window: int | None = None      # None: full attention; w: local, position i sees the windows of w positions
+                                   # floor(i/w) - 1 and floor(i/w) (bidirectional: also floor(i/w) + 1)
+
+    def __post_init__(self) -> None:
+        _check_int(self, "d_model")
+        _check_int(self, "heads")
+        if self.d_model % self.heads or (self.d_model // self.heads) % 2:
+            raise LinrnnError(f"AttentionConfig.heads: expected heads dividing d_model = {self.d_model} into an "
+                              f"even d_head (rotary pairs), found {self.heads}")
+        _check_bool(self, "bidirectional")
+        if self.window is not None:
+            _check_int(self, "window")
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.heads
+
+
+MixerConfig = Union[RotRNNConfig, LRUConfig, DLRConfig, S4DConfig, S5Config, AttentionConfig]
+MIXER_CONFIGS: dict[str, type] = {c.kind: c for c in (RotRNNConfig, LRUConfig, DLRConfig, S4DConfig, S5Config,
+                                                     AttentionConfig)}
+# The recurrent mixers (a state, the scan/step views, the conformance contracts): every kind without modes of
+# its own, ("rotrnn", "lru", "dlr", "s4d", "s5"). MIXER_CONFIGS has every mixer, attention included.
+KINDS = tuple(kind for kind in MIXER_CONFIGS if kind not in KIND_MODES)
 
 
 def mixer_config(kind: str, H: int, N: int, heads: int = 1, bidirectional: bool = False, **init: Any) -> MixerConfig:
-    """The mixer `kind` of width H, state N per head (RotRNN: `heads` heads; LRU and DLR have one head).
+    """The mixer `kind` of width H, state N per head (RotRNN: `heads` heads; the others have one head).
 
+    Attention takes `heads` too and has no state: N does not apply and is dropped (its config has no
+    `d_state` field), so callers that size every kind alike pass their N unchanged.
     `init` sets fields of that mixer's config (RotRNN gamma_min/gamma_max/..., LRU r_min/r_max/...,
-    DLR dt_min/dt_max/...); a field that the kind does not have is a `LinrnnError`.
+    DLR dt_min/dt_max/..., S4D init/dt_min/dt_max, S5 blocks/discretization/..., attention window); a field
+    that the kind does not have is a `LinrnnError`.
     """
     if kind not in MIXER_CONFIGS:
-        raise LinrnnError(f"mixer: expected one of {', '.join(KINDS)}, found {kind!r}")
+        raise LinrnnError(f"mixer: expected one of {', '.join(MIXER_CONFIGS)}, found {kind!r}")
     cls = MIXER_CONFIGS[kind]
     names = {f.name for f in dataclasses.fields(cls)} - {"d_model", "d_state", "heads", "bidirectional"}
     unknown = sorted(set(init) - names)
     if unknown:
         raise LinrnnError(f"{cls.__name__}: unknown field(s) {', '.join(unknown)} "
                           f"(expected a subset of {', '.join(sorted(names))})")
-    sizes: dict[str, Any] = {"d_model": H, "d_state": N, "bidirectional": bidirectional}
-    if kind == "rotrnn":
+    sizes: dict[str, Any] = {"d_model": H, "bidirectional": bidirectional}
+    if kind != "attention":
+        sizes["d_state"] = N
+    if kind in ("rotrnn", "attention"):
         sizes["heads"] = heads
     return cls(**sizes, **init)
 

@@ -10,7 +10,8 @@ length and largest |eigenvalue|). The reference has no gradients: its outputs ar
 with both frameworks; gradients are compared between torch and jax.
 
 The reference computes `sequential` and `conv`; the frameworks' `scan` and `step` modes are compared
-with the reference's `sequential`.
+with the reference's `sequential`. Attention has its own modes (`linrnn.impls.config.KIND_MODES`): the
+frameworks' `full` and `chunked` against the reference's `full`; `applicable` picks each kind's modes.
 
 Device (`run(..., device=)`): the reference always runs on the CPU in float64 NumPy. With "cuda" the
 PyTorch side runs on the current CUDA device and the JAX side on its default backend's first device
@@ -37,15 +38,17 @@ import numpy as np
 
 from linrnn.impls.bundle import Bundle
 from linrnn.impls.config import mixer_config as config_mixer
+from linrnn.impls.config import modes
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.tolerance import Comparison, compare, memory
 
-KINDS = ("rotrnn", "lru", "dlr")
-MODES = ("sequential", "scan", "conv", "step")
+KINDS = ("rotrnn", "lru", "dlr", "s4d", "s5", "attention")
+MODES = ("sequential", "scan", "conv", "step", "full", "chunked")   # of every kind (`applicable`: a kind's own)
 DTYPES = ("float64", "float32")
-REFERENCE_MODE = {"sequential": "sequential", "scan": "sequential", "step": "sequential", "conv": "conv"}
+REFERENCE_MODE = {"sequential": "sequential", "scan": "sequential", "step": "sequential", "conv": "conv",
+                  "full": "full", "chunked": "full"}
 
 
 @dataclass(frozen=True)
@@ -71,11 +74,23 @@ DEFAULT_SHAPES = (
 
 
 def mixer_config(kind: str, shape: Shape):
-    """The case's layer (`linrnn.impls.config.mixer_config`), its decays reaching 0.9999 when `near_one`."""
+    """The case's layer (`linrnn.impls.config.mixer_config`), its decays reaching 0.9999 when `near_one`.
+
+    S5 is discretised by ZOH (its default), and in the bidirectional case by the bilinear transform with
+    clip_eigs, so that the matrix covers both discretisations. Attention is local (window 5, L not a
+    multiple) in the causal case with decays near 1, else full; it has no state, so N is dropped, and its
+    2 heads need an even d_head, so its width is H rounded up to even, doubled (H 3 or 4 -> 8).
+    """
     ranges = {"rotrnn": {"gamma_max": 0.9999 if shape.near_one else 0.999},
             "lru": {"r_min": 0.5, "r_max": 0.9999 if shape.near_one else 0.99},
-            "dlr": {"dt_min": 1e-5 if shape.near_one else 1e-3, "dt_max": 1e-1}}[kind]
-    return config_mixer(kind, shape.H, shape.N, heads=2, bidirectional=shape.bidirectional, **ranges)
+            "dlr": {"dt_min": 1e-5 if shape.near_one else 1e-3, "dt_max": 1e-1},
+            "s4d": {"dt_min": 2e-4 if shape.near_one else 1e-3, "dt_max": 1e-1},   # |lambda| = exp(-dt / 2)
+            "s5": {"dt_min": 2e-4 if shape.near_one else 1e-3, "dt_max": 1e-1,     # |Lambda_bar| ~ exp(-Delta / 2)
+                   "discretization": "bilinear" if shape.bidirectional else "zoh", "clip_eigs": shape.bidirectional},
+            "attention": {"window": 5 if shape.near_one and not shape.bidirectional else None},
+            }[kind]
+    H = 4 * -(-shape.H // 2) if kind == "attention" else shape.H
+    return config_mixer(kind, H, shape.N, heads=2, bidirectional=shape.bidirectional, **ranges)
 
 
 # -- one backend: output and gradients ------------------------------------------------------------
@@ -209,8 +224,10 @@ def compare_gradients(ref: Mapping[str, np.ndarray], got: Mapping[str, np.ndarra
 
 
 def applicable(cfg, mode: str) -> bool:
-    """`step` streams, so a bidirectional layer has no step mode."""
-    return not (mode == "step" and cfg.bidirectional)
+    """A mode of the kind in both frameworks (`linrnn.impls.config.modes`); `step` streams, so a bidirectional
+    layer has no step mode."""
+    own = all(mode in modes(framework, cfg.kind) for framework in ("torch", "jax"))
+    return own and not (mode == "step" and cfg.bidirectional)
 
 
 # -- the matrix ---------------------------------------------------------------------------------
@@ -239,10 +256,10 @@ def run(selection: Selection, progress=None, device: str = "cpu") -> dict:
         cfg = mixer_config(kind, shape)
         bundle = init(cfg, seed)
         rng = np.random.default_rng([seed, shape.L, shape.B])
-        u = rng.standard_normal((shape.B, shape.L, shape.H))
-        w = rng.standard_normal((shape.B, shape.L, shape.H))
+        u = rng.standard_normal((shape.B, shape.L, cfg.d_model))
+        w = rng.standard_normal((shape.B, shape.L, cfg.d_model))
         r = spectral_radius(cfg, bundle.params)
-        ref = {m: apply_mixer(cfg, bundle.params, u, m)[0] for m in ("sequential", "conv")}
+        ref = {m: apply_mixer(cfg, bundle.params, u, m)[0] for m in modes("reference", kind)}
         for mode in selection.modes:
             if not applicable(cfg, mode):
                 continue

@@ -20,6 +20,7 @@ AREAS = (
     "linrnn.tasks.cli",
     "linrnn.tasks.data.cli",
     "linrnn.impls.crosscheck",
+    "linrnn.impls.conform",
     "linrnn.experiments.gpucheck",
     "linrnn.reports.cli",
 )

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from linrnn.impls.config import MODES as BACKEND_MODES
 from linrnn.impls.init import init
 from linrnn.impls.reference import spectral_radius
 from linrnn.impls.tolerance import assert_close
@@ -21,8 +22,8 @@ SHAPES = (Shape(2, 7, 3, 4, False, True), Shape(1, 9, 2, 2, True, True))   # L =
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("mode", [m for m in MODES if m in BACKEND_MODES["torch"]])
+@pytest.mark.parametrize("kind", [k for k in KINDS if k != "attention"])   # attention: tests/impls/test_crosscheck.py
 @settings(max_examples=4, deadline=None)
 @given(shape=st.sampled_from(SHAPES), seed=st.integers(0, 2**16))
 def test_torch_and_jax_agree_on_outputs_and_gradients(kind, mode, dtype, shape, seed):

@@ -7,7 +7,7 @@ equals one full run, in every mode that carries a state.
 
 Sizes come from a few fixed profiles (L = 1 and an odd length), so that the jit compiles, one per
 mixer x mode x dtype x shape, stay few and are shared between the tests of this process; the decays
-reach 0.9999 through the configs' init ranges (RotRNN gamma_max, LRU r_max, DLR dt_min); the bulk
+reach 0.9999 through the configs' init ranges (RotRNN gamma_max, LRU r_max, DLR and S4D dt_min); the bulk
 arrays come from a drawn seed. Strict dtype promotion is on for the whole module.
 """
 
@@ -25,7 +25,7 @@ from linrnn.impls.jax.layer import complex_dtype
 from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.tolerance import assert_close
 
-KINDS = ("rotrnn", "lru", "dlr")
+KINDS = ("rotrnn", "lru", "dlr", "s4d")
 DTYPES = ("float32", "float64")
 # (B, L, H, N, heads): N is RotRNN's state per head; few shapes, few compiles
 PROFILES = ((1, 1, 2, 2, 1), (2, 7, 3, 4, 2))
@@ -43,7 +43,7 @@ def strict_dtype_promotion():
 def layer_config(kind: str, profile, bidirectional: bool, dtype: str):
     _, _, H, N, heads = profile
     ranges = {"rotrnn": {"gamma_max": 0.9999}, "lru": {"r_min": 0.0, "r_max": 0.9999},
-            "dlr": {"dt_min": 1e-5, "dt_max": 1.0}}[kind]
+            "dlr": {"dt_min": 1e-5, "dt_max": 1.0}, "s4d": {"init": "inv", "dt_min": 2e-4, "dt_max": 1.0}}[kind]
     return mixer_config(kind, H, N, heads=heads, bidirectional=bidirectional, **ranges)
 
 

@@ -192,8 +192,10 @@ def run_train(args: argparse.Namespace) -> int:
                             for split in ("val", "test") if split in final)
     else:
         metrics = ", ".join(f"{k} {v:.4g}" for k, v in final.items() if k != "step")
-    print(f"{config.task} {config.model} {config.backend}: {result.steps_done} steps, "
-          f"{1e3 * result.seconds_per_step:.1f} ms/step; {metrics}; results in {out}")
+    speed = ("no step taken (finished before)" if result.seconds_per_step is None
+             else f"{1e3 * result.seconds_per_step:.1f} ms/step")
+    print(f"{config.task} {config.model} {config.backend}: {result.steps_done} steps, {speed}; {metrics}; "
+          f"results in {out}")
     return 0
 
 

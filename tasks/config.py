@@ -21,12 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from linrnn.impls.config import MixerConfig, ModelConfig, mixer_config
+from linrnn.impls.config import KIND_MODES, MixerConfig, ModelConfig, mixer_config, modes
 from linrnn.impls.errors import LinrnnError
 from linrnn.tasks.datatasks import DATA_TASKS, DataTask, loader_options
 from linrnn.tasks.synthetic import TASKS, make_task
 
-MODELS = ("rotrnn", "lru", "dlr")
+PAPER_MODELS = ("rotrnn", "lru", "dlr")     # the three papers' models: one full-scale config per data task
+BASELINES = ("s4d", "s5", "attention")      # the models they compare with: trained by the same loop
+MODELS = PAPER_MODELS + BASELINES
 BACKENDS = ("torch", "jax")
 SYNTHETIC_LENGTH, SYNTHETIC_STEPS = 256, 500   # what a synthetic run gets when length / steps are not given
 # fields that may differ between a checkpoint and the run that resumes it (they change how, not what)
@@ -39,19 +41,20 @@ class TrainConfig:
     length: int | None = None      # synthetic: the task's L (docs/tasks.md; None: 256); data tasks: None
     data_options: dict = field(default_factory=dict)  # data tasks: options of the loader (docs/data.md)
     # the model (docs/models.md's deep model; synthetic tasks: pooling 'none', the last L_out outputs are scored)
-    model: str = "dlr"             # rotrnn, lru or dlr
+    model: str = "dlr"             # one of MODELS
     d_model: int = 32              # H
-    d_state: int = 64              # N (RotRNN: per head)
-    heads: int = 8                 # RotRNN only
+    d_state: int = 64              # N (RotRNN: per head; attention has no state and ignores it)
+    heads: int = 8                 # RotRNN and attention (heads of d_model / heads features)
     n_layers: int = 1              # residual blocks
     norm: str = "layer"            # layer or batch
     prenorm: bool = True           # pre- or post-norm
     dropout: float = 0.0           # time-shared dropout rate
     bidirectional: bool = False    # every mixer also runs backwards in time (docs/models.md)
     pooling: str = "mean"          # data classification / retrieval: mean over the true length, or last
-    dt_min: float = 1e-5           # DLR: the synthetic tasks' setting (docs/tasks.md)
+    dt_min: float = 1e-5           # DLR, S4D, S5: Delta log-uniform in [dt_min, dt_max] (DLR's synthetic-task setting)
     dt_max: float = 1e-5
     max_kernel_length: int | None = None  # DLR: kernel length L_k = min(this, L) (None: the whole input length)
+    window: int | None = None      # attention: local windows of this many positions (None: full attention)
     r_min: float = 0.9             # LRU ring
     r_max: float = 0.999
     gamma_min: float = 0.9         # RotRNN decays
@@ -59,7 +62,7 @@ class TrainConfig:
     max_phase: float = 2 * math.pi  # LRU and RotRNN: initial phases in [0, max_phase] (Path-X: pi / 10)
     # the optimiser (AdamW; recurrence parameters in their own group without weight decay)
     lr: float = 1e-3               # peak learning rate of every other parameter
-    recurrence_lr: float | None = None  # peak learning rate of M, theta, gamma_log, nu_log, theta_log, a (None: lr)
+    recurrence_lr: float | None = None  # peak learning rate of the recurrence parameters (RECURRENCE_KEYS; None: lr)
     weight_decay: float = 0.0      # AdamW decay of the non-recurrence parameters
     beta1: float = 0.9
     beta2: float = 0.999
@@ -77,7 +80,8 @@ class TrainConfig:
     checkpoint_every: int | None = 100  # save a resumable checkpoint every so many steps (None: epoch ends)
     seed: int = 0                  # the stream or the epoch order, the initialisation and the dropout masks
     backend: str = "torch"         # torch or jax
-    mode: str | None = None        # the mixers' computation mode (None: conv for DLR, scan otherwise)
+    mode: str | None = None        # the mixers' computation mode (None: conv for DLR and S4D, chunked for
+                                   # attention, scan otherwise)
     dtype: str = "float32"         # float32 or float64 (parameters, and the recurrence under autocast)
     autocast: bool | None = None   # torch: bf16 autocast of the projections, the recurrence in float32
                                    # (docs/precision.md); None: on when the run is on a GPU
@@ -109,8 +113,9 @@ class TrainConfig:
             fail("backend", f"one of {', '.join(BACKENDS)}")
         if self.dtype not in ("float32", "float64"):
             fail("dtype", "float32 or float64")
-        if self.mode is not None and self.mode not in ("scan", "sequential", "conv"):
-            fail("mode", "scan, sequential, conv or null")
+        trainable = modes(self.backend, self.model) if self.model in KIND_MODES else ("scan", "sequential", "conv")
+        if self.mode is not None and self.mode not in trainable:
+            fail("mode", f"{', '.join(trainable)} or null")
         if self.norm not in ("layer", "batch"):
             fail("norm", "layer or batch")
         if self.schedule not in ("cosine", "constant"):
@@ -119,7 +124,8 @@ class TrainConfig:
             fail("pooling", "mean or last")
         for name in ("d_model", "d_state", "heads", "n_layers", "batch_size", "devices"):
             integer(name, 1)
-        for name in ("steps", "epochs", "eval_every", "eval_batches", "checkpoint_every", "max_kernel_length"):
+        for name in ("steps", "epochs", "eval_every", "eval_batches", "checkpoint_every", "max_kernel_length",
+                     "window"):
             if getattr(self, name) is not None:
                 integer(name, 1)
         integer("warmup_steps", 0)
@@ -147,6 +153,8 @@ class TrainConfig:
         number("max_phase", 0.0, 2 * math.pi)
         if self.max_kernel_length is not None and self.model != "dlr":
             fail("max_kernel_length", f"null for model {self.model} (a DLR option)")
+        if self.window is not None and self.model != "attention":
+            fail("window", f"null for model {self.model} (an attention option)")
         if self.is_data_task:
             if self.length is not None:
                 fail("length", f"null for the data task {self.task} (its L is the loader's: data_options)")
@@ -186,13 +194,16 @@ class TrainConfig:
 
     @property
     def compute_mode(self) -> str:
-        return self.mode or ("conv" if self.model == "dlr" else "scan")
+        return self.mode or {"dlr": "conv", "s4d": "conv", "attention": "chunked"}.get(self.model, "scan")
 
     def mixer_config(self) -> MixerConfig:
         ranges = {"rotrnn": {"gamma_min": self.gamma_min, "gamma_max": self.gamma_max, "max_phase": self.max_phase},
                   "lru": {"r_min": self.r_min, "r_max": self.r_max, "max_phase": self.max_phase},
                   "dlr": {"dt_min": self.dt_min, "dt_max": self.dt_max,
-                          "max_kernel_length": self.max_kernel_length}}[self.model]
+                          "max_kernel_length": self.max_kernel_length},
+                  "s4d": {"dt_min": self.dt_min, "dt_max": self.dt_max},
+                  "s5": {"dt_min": self.dt_min, "dt_max": self.dt_max},
+                  "attention": {"window": self.window}}[self.model]
         return mixer_config(self.model, self.d_model, self.d_state, heads=self.heads,
                             bidirectional=self.bidirectional, **ranges)
 

@@ -11,7 +11,7 @@ in its own directory `out_dir/<task>-<model>-<backend>-L<length>-s<seed>/` (conf
 checkpoint.npz, results.json). A run that diverges (`TrainingDiverged`) gives a row with status
 "diverged", its message and no metrics; the grid goes on.
 
-The defaults are one setting for all three models, chosen to be fair to each (docs/tasks.md,
+The defaults are one setting for every model, chosen to be fair to each (docs/tasks.md,
 "Training settings"; docs/papers.md for the papers' own settings):
 
 * the same deep model: one residual block (as DLR's 1-layer atomic-task runs), H = 32, LayerNorm
@@ -19,11 +19,15 @@ The defaults are one setting for all three models, chosen to be fair to each (do
   higher R^2 on Shift for all three models), no dropout;
 * the same state: `modes` = max(64, L) complex eigenvalues per layer for every model (DLR: N = modes;
   LRU: N = modes; RotRNN: 8 heads of d_state = modes / 4 real coordinates, i.e. modes 2x2 rotation
-  blocks). N >= L lets DLR's periodic initialisation express every lag 0..L-1 (claim D3);
+  blocks; S4D: N = modes per channel; S5: N = modes kept eigenvalues). N >= L lets DLR's periodic
+  initialisation express every lag 0..L-1 (claim D3). Attention has no state: full causal attention
+  with the DLR code's 4 heads (d_head = H / 4), its mode `chunked`;
 * each model's initialisation set for long memory, as its paper does for its longest tasks: DLR
   dt_min = dt_max = 1e-5 (the atomic tasks' setting, |lambda| = exp(-5e-6)); LRU |lambda| on the ring
   [0.999, 0.9999] (the LRU paper's Path-X ring) with phases on the whole circle; RotRNN
-  gamma in [0.999, 0.9999] (its Path-X sweep), theta on the whole circle;
+  gamma in [0.999, 0.9999] (its Path-X sweep), theta on the whole circle; S4D and S5 dt (Delta)
+  log-uniform on [1e-4, 1e-1] (their Path-X dt_min, |lambda| = exp(-dt/2) from 0.95 to 0.99995),
+  S4D-Lin, S5 with one HiPPO-N block;
 * the same optimiser and schedule: AdamW, peak lr 1e-2 for every parameter (recurrence included, as
   DLR's Lambda and W rates equal the global one; the papers' 1e-4..1e-3 are for 10^4-10^5 steps, these
   runs have 10^2-10^3), no weight decay, global-norm clipping at 1, linear warm-up over the first
@@ -79,6 +83,10 @@ def model_defaults(model: str, length: int) -> dict[str, Any]:
     if model == "rotrnn":
         heads = 8
         return {"heads": heads, "d_state": 2 * n // heads, "gamma_min": 0.999, "gamma_max": 0.9999}
+    if model in ("s4d", "s5"):
+        return {"d_state": n, "dt_min": 1e-4, "dt_max": 1e-1}
+    if model == "attention":          # the DLR code's 4 heads; no state
+        return {"heads": 4}
     raise LinrnnError(f"model: expected one of {', '.join(MODELS)}, found {model!r}")
 
 
@@ -123,7 +131,7 @@ def run_grid(tasks: Iterable[str], models: Iterable[str], backend: str, length: 
              progress: Callable[[int, int, str], None] | None = None, **train_overrides) -> list[dict]:
     """Train every task x model x seed (in that order) and return one summary row per run.
 
-    tasks, models     names from TASKS and ("rotrnn", "lru", "dlr")
+    tasks, models     names from TASKS and MODELS
     backend           "torch" or "jax"
     length, steps     the task's L and the optimiser steps of every run
     out_dir           one run directory per run is made under it

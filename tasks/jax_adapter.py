@@ -102,7 +102,7 @@ class Adapter:
         self.statistics = {k: v for k, v in params.items() if _is_statistic(k)}
         self.adam = optax.scale_by_adam(b1=cfg.beta1, b2=cfg.beta2, eps=cfg.eps)
         self.opt_state = self.adam.init(self.trainable)
-        self.recurrence = {k: is_recurrence_key(k) for k in self.trainable}
+        self.recurrence = {k: is_recurrence_key(k, self.model_cfg) for k in self.trainable}
         self._grad = jax.jit(jax.value_and_grad(self._loss, has_aux=True))
 
     def _loss(self, trainable, statistics, inputs, lengths, targets, mask, key):

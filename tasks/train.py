@@ -197,7 +197,7 @@ class RunResult:
     steps_done: int
     losses: list[float]           # the training loss of every step run in this call
     evaluations: list[dict]       # synthetic: {"step", "mse", "r2"}; data: {"step", "epoch", "val", "test"}
-    seconds_per_step: float
+    seconds_per_step: float | None   # over the steps of this call (None if it took none)
     bundle: object                # the final Bundle
     best: dict | None = None      # data tasks: the evaluation with the best validation metric
     rank: int = 0                 # this process in data parallel (only rank 0 writes and prints)
@@ -332,10 +332,11 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after
         bar.close()
         if log:
             log.close()
-    seconds = (time.perf_counter() - tic) / max(end - start, 1)
+    seconds = (time.perf_counter() - tic) / (end - start) if end > start else None
     bundle = adapter.to_bundle()
     result = RunResult(config, end, losses, evaluations, seconds, bundle, best, adapter.rank)
-    if end == total and lead:
+    # a finished run resumed again takes no step: its results (and their time per step) stay as they were
+    if end == total and lead and (end > start or not (out / "results.json").exists()):
         write_results(out, result)
     return result
 

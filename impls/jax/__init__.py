@@ -56,7 +56,7 @@ def apply_bundle(bundle, inputs: np.ndarray, mode: str = MODES[0], dtype: str = 
 
     Returns a float64 NumPy copy of the result, computed in `dtype` (float64 inside `float64()`).
     """
-    layer.check_mode(mode)
+    layer.check_mode(mode, bundle.config.mixer.kind if bundle.kind == "model" else bundle.config.kind)
     with precision(dtype):
         return _apply_bundle(bundle, inputs, mode, dtype, lengths)
 

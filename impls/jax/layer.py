@@ -14,10 +14,13 @@ Modes (MODES[0] is the default):
   hoisted out of the loop), so a whole sequence can be checked against the other modes.
 
 States in and out use the reference's conventions: RotRNN (B heads N) real in the original basis,
-LRU (B N) complex, DLR (B H N) complex; `state=None` means zeros. The returned state is the forward
+LRU (B N) complex, DLR and S4D (B H N) complex; `state=None` means zeros. The returned state is the forward
 state after the last position, or None where there is none: bidirectional layers (which also refuse
 a state and `step`) and DLR's `conv`. DLR with `max_kernel_length` is defined by its truncated kernel:
 the recurrent modes need L <= max_kernel_length and no state, like the reference.
+
+Attention has no recurrence: its modes are `full` and `chunked` (`linrnn.impls.config.KIND_MODES`), it takes
+no state, and `apply` hands it to `linrnn.impls.jax.attention.apply` after the checks.
 
 `step` re-materialises the parameters on every call (RotRNN: an expm per head): O(1) in L, but a
 streaming loop over long inputs is faster with `apply(..., mode="step")` or a jitted loop of its own.
@@ -37,11 +40,11 @@ from linrnn.impls import checks
 from linrnn.impls.config import MODES as _MODES
 from linrnn.impls.config import DLRConfig, MixerConfig
 from linrnn.impls.errors import LinrnnError
-from linrnn.impls.jax import dlr, lru, rotrnn
+from linrnn.impls.jax import attention, dlr, lru, rotrnn, s4d, s5
 from linrnn.impls.jax.params import check_compute_dtype
 
 MODES = _MODES["jax"]
-MIXERS = {"rotrnn": rotrnn, "lru": lru, "dlr": dlr}
+MIXERS = {"rotrnn": rotrnn, "lru": lru, "dlr": dlr, "s4d": s4d, "s5": s5}   # the recurrences (attention: below)
 
 Params = Mapping[str, jnp.ndarray]
 
@@ -52,17 +55,18 @@ def complex_dtype(real) -> np.dtype:
 
 # -- checks (static: shapes, flags, the mode; they also run while an enclosing jit traces) ----------
 
-def check_mode(mode: str) -> str:
-    return checks.check_mode(mode, "jax")
+def check_mode(mode: str, kind: str | None = None) -> str:
+    return checks.check_mode(mode, "jax", kind)
 
 
 def check_call(cfg: MixerConfig, mode: str, u_shape: tuple, state, streaming: bool = False) -> None:
     """Raise LinrnnError for a call that the layer does not define (the contract's rules: `linrnn.impls.checks`)."""
-    check_mode(mode)
+    check_mode(mode, cfg.kind)
     H = cfg.d_model
     want = f"(B, {H})" if streaming else f"(B, L, {H})"
     if len(u_shape) != (2 if streaming else 3) or u_shape[-1] != H or min(u_shape) < 1:
         raise LinrnnError(f"input: expected shape {want} with B{'' if streaming else ', L'} >= 1, found {tuple(u_shape)}")
+    checks.check_stateless(cfg, state is not None)
     checks.check_streaming(cfg, mode, state is not None)
     checks.check_kernel_view(cfg, mode, 1 if streaming else u_shape[1], state is not None)
     if isinstance(cfg, DLRConfig) and mode == "conv" and state is not None:
@@ -121,11 +125,14 @@ def apply(params: Params, cfg: MixerConfig, u: jnp.ndarray, mode: str = "scan", 
 
     params  dict of arrays keyed like the layer bundle, one real dtype (the compute dtype)
     u       (B L H) real                       the input sequences (cast to the compute dtype)
-    mode    one of MODES
+    mode    one of MODES (attention: full or chunked)
     state   None, or the forward state before u in the reference's convention (see module docstring)
     -> y (B L H) in the compute dtype, and the forward state after the last position (or None)
     """
     check_call(cfg, mode, np.shape(u), state)
+    if cfg.kind == "attention":
+        check_compute_dtype(params["W_o"])
+        return attention.apply(params, cfg, jnp.asarray(u).astype(params["W_o"].dtype), mode), None
     check_compute_dtype(params["D"])
     u = jnp.asarray(u).astype(params["D"].dtype)
     return _run(materialise(params, cfg), cfg, u, mode, state)

@@ -137,7 +137,7 @@ def head(p: Params, cfg: ModelConfig, z: jnp.ndarray) -> jnp.ndarray:
 
 
 def _forward(params: Params, cfg: ModelConfig, inputs, lengths, mode: str, train: bool, key, remat: bool = False):
-    layer.check_mode(mode)
+    layer.check_mode(mode, cfg.mixer.kind)
     if train and cfg.dropout > 0 and key is None:
         raise LinrnnError(f"key: training with dropout {cfg.dropout} needs a PRNG key")
     x = encode(params, cfg, inputs)                                       # (B L H)
@@ -171,7 +171,7 @@ def forward(params: Params, cfg: ModelConfig, inputs, lengths=None, mode: str = 
     inputs   (B L d_in) real, or (B L) integer token ids with an embedding encoder; with the retrieval
              head B = 2B' rows, the first documents then the second ones, and the output is (B' d_out)
     lengths  (B,) integers in [1, L]: the valid lengths for mean / last pooling; None: all full
-    mode     the mixers' mode (layer.MODES)
+    mode     the mixers' mode (layer.MODES; attention: full or chunked)
     """
     check_compute_dtype(params["decoder.weight"])      # before jit, which would cut float64 to float32
     cfg.check_rows(jnp.shape(inputs)[0])               # before jit, whose traceback note would follow the line

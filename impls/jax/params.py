@@ -5,8 +5,8 @@ bundle: `M`, `theta`, ...; model bundle: `encoder.weight`, `layers.0.mixer.theta
 the round trip `to_bundle(config, from_bundle(bundle, "float64"))` is bit-exact; from float32 it is
 the float32 numbers, widened exactly.
 
-`recurrence_mask(params)` marks the recurrence parameters (`linrnn.impls.bundle.RECURRENCE_KEYS`),
-which a trainer puts in their own optimiser group (own learning rate, no weight decay), e.g. with
+`recurrence_mask(params, config)` marks the recurrence parameters of the bundle's mixer
+(`linrnn.impls.bundle.RECURRENCE_KEYS`), which a trainer puts in their own optimiser group (own learning rate, no weight decay), e.g. with
 `optax.masked` or `optax.multi_transform`.
 
 Float64 is scoped, never process-wide. JAX computes in 64 bits only while its `jax_enable_x64` flag
@@ -81,6 +81,6 @@ def to_bundle(config: Config, params: Params) -> Bundle:
     return Bundle(config, {key: np.asarray(value).astype(np.float64) for key, value in params.items()})
 
 
-def recurrence_mask(params: Params) -> dict[str, bool]:
-    """A pytree of booleans like `params`: True for the recurrence parameters."""
-    return {key: is_recurrence_key(key) for key in params}
+def recurrence_mask(params: Params, config: Config) -> dict[str, bool]:
+    """A pytree of booleans like `params` (of a bundle with `config`): True for the recurrence parameters."""
+    return {key: is_recurrence_key(key, config) for key in params}

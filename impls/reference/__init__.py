@@ -1,7 +1,8 @@
 """The float64 NumPy reference: the oracle every other implementation is checked against.
 
 Each mixer has two views with one signature, `sequential(params, config, u, x0)` (the recurrence) and
-`conv(params, config, u)` (the impulse response and a causal convolution). `apply_mixer` dispatches.
+`conv(params, config, u)` (the impulse response and a causal convolution). Attention has neither: its one
+view is `full(params, config, u)` (`linrnn.impls.config.KIND_MODES`). `apply_mixer` dispatches.
 """
 
 from __future__ import annotations
@@ -10,23 +11,30 @@ from typing import Mapping
 
 import numpy as np
 
-from linrnn.impls.checks import check_dtype, check_mode, check_sequences
+from linrnn.impls.checks import check_dtype, check_mode, check_sequences, check_stateless
 from linrnn.impls.config import DTYPES as _DTYPES
 from linrnn.impls.config import MODES as _MODES
-from linrnn.impls.config import MixerConfig
+from linrnn.impls.config import MixerConfig, modes
 from linrnn.impls.errors import LinrnnError
-from linrnn.impls.reference import dlr, lru, rotrnn
+from linrnn.impls.reference import attention, dlr, lru, rotrnn, s4d, s5
 
-MIXERS = {"rotrnn": rotrnn, "lru": lru, "dlr": dlr}
+MIXERS = {"rotrnn": rotrnn, "lru": lru, "dlr": dlr, "s4d": s4d, "s5": s5, "attention": attention}
 MODES = _MODES["reference"]
 
 
-def apply_mixer(cfg: MixerConfig, params: Mapping[str, np.ndarray], u: np.ndarray, mode: str = "sequential",
+def apply_mixer(cfg: MixerConfig, params: Mapping[str, np.ndarray], u: np.ndarray, mode: str | None = None,
                 x0: np.ndarray | None = None):
-    """One mixer layer on u (B L H) -> (y (B L H), forward state after the last step or None for 'conv')."""
-    check_mode(mode, "reference")
+    """One mixer layer on u (B L H) -> (y (B L H), forward state after the last step or None for 'conv' and 'full').
+
+    mode None: the kind's default ('sequential'; attention: 'full').
+    """
+    mode = modes("reference", cfg.kind)[0] if mode is None else mode
+    check_mode(mode, "reference", cfg.kind)
+    check_stateless(cfg, x0 is not None)
     u = check_sequences(u, cfg.d_model)
     module = MIXERS[cfg.kind]
+    if mode == "full":
+        return module.full(params, cfg, u), None
     if mode == "sequential":
         return module.sequential(params, cfg, u, x0)
     if x0 is not None:
@@ -35,9 +43,15 @@ def apply_mixer(cfg: MixerConfig, params: Mapping[str, np.ndarray], u: np.ndarra
 
 
 def spectral_radius(cfg: MixerConfig, params: Mapping[str, np.ndarray]) -> float:
-    """The largest |eigenvalue| of the transition (RotRNN: max gamma_h; LRU, DLR: max |lambda|)."""
+    """The largest |eigenvalue| of the transition (RotRNN: max gamma_h; LRU, DLR, S4D: max |lambda|; S5: max
+    |Lambda_bar|, which depends on the config's discretisation). Attention has no transition and no decay: 1, so
+    the tolerance table's memory is the whole length (every output can weigh every position)."""
+    if cfg.kind == "attention":
+        return 1.0
     if cfg.kind == "rotrnn":
         return float(np.max(rotrnn.decay(params["gamma_log"])))
+    if cfg.kind == "s5":
+        return float(np.max(np.abs(s5.eigenvalues(params, cfg))))
     return float(np.max(np.abs(MIXERS[cfg.kind].eigenvalues(params))))
 
 
@@ -52,7 +66,7 @@ def apply_bundle(bundle, inputs: np.ndarray, mode: str = "sequential", dtype: st
     check_dtype(dtype, "reference")
     if bundle.kind == "model":
         from linrnn.impls.reference.model import forward
-        check_mode(mode, "reference")
+        check_mode(mode, "reference", bundle.config.mixer.kind)
         return forward(bundle, inputs, lengths, mode)
     if lengths is not None:
         raise LinrnnError("lengths: only a model bundle (with pooling) takes lengths")

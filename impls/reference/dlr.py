@@ -51,20 +51,28 @@ def sequential(p: Params, cfg: DLRConfig, u: np.ndarray, x0: np.ndarray | None =
     x0 (B H N) complex or None    the forward state before u (zeros if None)
     -> y (B L H), x_L (B H N) complex
     """
+    check_kernel_view(cfg, "sequential", u.shape[1], x0 is not None)
+    W_rev = output_weights(p, "_rev") if cfg.bidirectional else None
+    return depthwise_recurrence(eigenvalues(p), output_weights(p), W_rev, p["D"], u, x0)
+
+
+def depthwise_recurrence(lam: np.ndarray, W: np.ndarray, W_rev: np.ndarray | None, D: np.ndarray, u: np.ndarray,
+                         x0: np.ndarray | None):
+    """x_{t,h,n} = lambda_{(h,)n} x_{t-1,h,n} + u_{t,h},  y_{t,h} = Re(sum_n W_{h,n} x_{t,h,n}) + D_h u_{t,h}
+    (+ Re(sum_n W_rev_{h,n} z_{t,h,n}), z the future-only backward state), one step at a time.
+
+    lam (N,) or (H N) complex; W, W_rev (H N) complex; u (B L H) -> y (B L H), x_L (B H N) complex
+    """
     B, L, H = u.shape
-    check_kernel_view(cfg, "sequential", L, x0 is not None)
-    lam = eigenvalues(p)
-    W = output_weights(p)
-    x = np.zeros((B, H, cfg.d_state), dtype=np.complex128) if x0 is None else x0
+    x = np.zeros((B, H, W.shape[1]), dtype=np.complex128) if x0 is None else x0
     y = np.empty((B, L, H))
     for t in range(L):
         x = lam * x + u[:, t, :, None]                              # (B H N)
         y[:, t] = np.einsum("hn,bhn->bh", W, x).real
-    y = y + p["D"] * u
-    if cfg.bidirectional:
+    y = y + D * u
+    if W_rev is not None:
         # z_t = sum_{j>=0} lambda^j u_{t+1+j} = u_{t+1} + lambda z_{t+1}, z_{L-1} = 0
-        W_rev = output_weights(p, "_rev")
-        z = np.zeros((B, H, cfg.d_state), dtype=np.complex128)
+        z = np.zeros((B, H, W.shape[1]), dtype=np.complex128)
         for t in range(L - 2, -1, -1):
             z = lam * z + u[:, t + 1, :, None]
             y[:, t] += np.einsum("hn,bhn->bh", W_rev, z).real

@@ -98,7 +98,7 @@ def forward(bundle: Bundle, inputs: np.ndarray, lengths: np.ndarray | None = Non
     inputs   (B L d_in) real, or (B L) integer token ids with an embedding encoder; with the retrieval
              head B = 2B' rows, the first documents then the second ones, and the output is (B' d_out)
     lengths  (B,) valid lengths for masked mean / last pooling, or None (all full)
-    mode     the mixers' view: 'sequential' or 'conv'
+    mode     the mixers' view: 'sequential' or 'conv' ('full' for attention; `linrnn.impls.config.modes`)
     """
     cfg, p = bundle.config, bundle.params
     x = encode(p, cfg, inputs)                                      # (B L H)

@@ -1,11 +1,11 @@
-"""The PyTorch side: the three mixers and the deep model as `torch.nn.Module`s, and the `torch` backend.
+"""The PyTorch side: the mixers and the deep model as `torch.nn.Module`s, and the `torch` backend.
 
     from linrnn.impls.torch import from_bundle
-    layer = from_bundle(bundle, dtype=torch.float32, device=None)    # RotRNN / LRU / DLR / Model
+    layer = from_bundle(bundle, dtype=torch.float32, device=None)    # a mixer of MIXERS, or Model
     y, state = layer(u, mode="scan")                                 # modes: MODES
     bundle_again = layer.to_bundle()                                 # exact round trip in float64
 
-Files mirror the reference: `rotrnn.py`, `lru.py`, `dlr.py`, `model.py`; the recurrences in `scan.py`
+Files mirror the reference: `rotrnn.py`, `lru.py`, `dlr.py`, `s4d.py`, `model.py`; the recurrences in `scan.py`
 (and `diagonal.py`, the projected form RotRNN and LRU share), FFT convolution in `conv.py`, the shared
 layer machinery in `layer.py`, the timing harness in `bench.py`. Nothing here imports JAX or the
 reference; the two backends meet only in the bundle.
@@ -24,20 +24,23 @@ import numpy as np
 import torch
 
 from linrnn.impls.bundle import Bundle
-from linrnn.impls.checks import check_dtype, check_lengths, check_sequences, check_tokens
+from linrnn.impls.checks import check_dtype, check_lengths, check_mode, check_sequences, check_tokens
 from linrnn.impls.config import DTYPES as _DTYPES
 from linrnn.impls.errors import LinrnnError
+from linrnn.impls.torch.attention import Attention
 from linrnn.impls.torch.dlr import DLR
-from linrnn.impls.torch.layer import MODES, Mixer, check_mode, parameter_groups, recurrence_parameters
+from linrnn.impls.torch.layer import MODES, Mixer, parameter_groups, recurrence_parameters
 from linrnn.impls.torch.lru import LRU
 from linrnn.impls.torch.model import Model
 from linrnn.impls.torch.rotrnn import RotRNN
+from linrnn.impls.torch.s4d import S4D
+from linrnn.impls.torch.s5 import S5
 
 DTYPES = _DTYPES["torch"]
-MIXERS = {"rotrnn": RotRNN, "lru": LRU, "dlr": DLR}
+MIXERS = {"rotrnn": RotRNN, "lru": LRU, "dlr": DLR, "s4d": S4D, "s5": S5, "attention": Attention}
 
-__all__ = ["DLR", "DTYPES", "LRU", "MIXERS", "MODES", "Mixer", "Model", "RotRNN", "apply_bundle", "from_bundle",
-           "parameter_groups", "recurrence_parameters"]
+__all__ = ["Attention", "DLR", "DTYPES", "LRU", "MIXERS", "MODES", "Mixer", "Model", "RotRNN", "S4D", "S5", "apply_bundle",
+           "from_bundle", "parameter_groups", "recurrence_parameters"]
 
 
 def from_bundle(bundle: Bundle, dtype: torch.dtype = torch.float64, device=None) -> torch.nn.Module:
@@ -50,12 +53,12 @@ def from_bundle(bundle: Bundle, dtype: torch.dtype = torch.float64, device=None)
 def apply_bundle(bundle: Bundle, inputs: np.ndarray, mode: str = MODES[0], dtype: str = "float64",
                  lengths: np.ndarray | None = None) -> np.ndarray:
     """A layer bundle on u (B L H) -> y (B L H), or a model bundle on its inputs -> its outputs (float64 copy)."""
-    check_mode(mode)
+    cfg = bundle.config
+    check_mode(mode, "torch", cfg.mixer.kind if bundle.kind == "model" else cfg.kind)
     check_dtype(dtype, "torch")
     torch_dtype = getattr(torch, dtype)
     module = from_bundle(bundle, torch_dtype)
     device = next(module.parameters()).device
-    cfg = bundle.config
     with torch.no_grad():
         if bundle.kind == "model":
             if cfg.vocab_size is not None:

@@ -104,7 +104,7 @@ def _layer_call(direction: str, kind: str, mode: str, B: int, L: int, H: int, N:
         before_inputs()
     layer = from_bundle(init(cfg, seed), real, dev)
     u = _normal((B, L, H), real, dev, seed)                                        # (B L H)
-    call = _call(direction, lambda: layer(u, mode)[0], [*layer.parameters(), u], dev)
+    call = _call(direction, lambda: layer(u, mode, final_state=False)[0], [*layer.parameters(), u], dev)
     return call, _info(info_record(kind, mode, B, L, H, N, heads, dtype), B, L, dtype, dev, direction)
 
 

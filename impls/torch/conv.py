@@ -41,7 +41,8 @@ def causal_conv(k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 # -- the depthwise real convolution as one autograd Function ----------------------------------------
 
 BLOCK = 2**21       # at most this many complex frequency entries (B x channels x n/2) per block of channels
-SHARE = 8           # and at most 1/SHARE of the channels at once (if there are that many)
+SHARE = 32          # and at most 1/SHARE of the channels at once (if there are that many): at n ~ 2L each
+                    # spectrum of a block is 2 / SHARE the size of u, and a block holds about three
 
 
 def channel_block(B: int, H: int, n: int) -> int:
@@ -82,7 +83,7 @@ class DepthwiseConv(torch.autograd.Function):
                 g_u[:, :, h] = torch.fft.irfft(G * K.conj(), n=n)[..., :L].movedim(-1, 1)
             if g_k is not None:
                 U = torch.fft.rfft(u[:, :, h].movedim(1, -1), n=n)
-                g_k[:, h] = torch.fft.irfft((G * U.conj()).sum(0), n=n)[..., :Lk].T
+                g_k[:, h] = torch.fft.irfft(U.conj_physical_().mul_(G).sum(0), n=n)[..., :Lk].T
         return g_k, g_u
 
 
@@ -93,7 +94,7 @@ def _depthwise_forward(k: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     for h in _channel_blocks(B, H, n):
         U = torch.fft.rfft(u[:, :, h].movedim(1, -1), n=n)                        # (B h n/2+1)
         K = torch.fft.rfft(k[:, h].movedim(0, -1), n=n)                           # (h n/2+1)
-        y[:, :, h] = torch.fft.irfft(U * K, n=n)[..., :L].movedim(-1, 1)
+        y[:, :, h] = torch.fft.irfft(U.mul_(K), n=n)[..., :L].movedim(-1, 1)
     return y
 
 

@@ -10,19 +10,23 @@ complex output weights:
     bidirectional:  y_t += sum_{j>=0} K^rev_j u_{t+1+j}       (future only; lag 0 is counted once)
 
 lambda^l is always exp(l log lambda), and no N x L matrix is formed: every sum over positions runs
-in blocks of at most `BLOCK // N` positions. Routes of the views:
+in blocks of at most `BLOCK // N` positions, and the backward computes each block of powers again
+rather than keeping it (`_recomputed`). Routes of the views:
 
 * `conv` (the definition; the only view when L > max_kernel_length): the kernel K (L_k H) built block
-  by block, applied by a zero-padded real FFT of length >= L + L_k; a given state adds its free
-  response Re(W lambda^(t+1) x0), and the final state is sum_s lambda^(L-1-s) u_s + lambda^L x0;
-* `scan`: the chunked two-level scan in kernel form. The state is H x N per position while the input
-  is one number per channel, so inside a chunk of T positions the output is the causal convolution
-  with K_{<T} (FFT), each chunk's end state is a matrix product with lambda^(T-1-s), a short scan
-  over the chunk carries S_c = lambda^T S_{c-1} + E_{c-1} follows, and each chunk adds the free
-  response of its carry. Work O(B L H N) in matrix products, and no (B L H N) state trajectory
-  (8.6 GB at B=8, L=4096, H=N=128 in float64), which the chunked scan of `scan.py` would store.
-  It does the work of `conv` plus the carries, so it is never faster: conv is the view to use for
-  DLR, the scan its independent recurrent check (`chunk_length` for T; timings in docs/speed.md);
+  by block, D added at its lag 0 (so y comes out of one convolution), applied by a zero-padded real
+  FFT of length >= L + L_k; a given state adds its free response Re(W lambda^(t+1) x0), and the final
+  state is sum_s lambda^(L-1-s) u_s + lambda^L x0 (a product as costly as the free response, skipped
+  when the caller drops the state: `final_state=False`);
+* `scan`: the chunked scan in kernel form (`ChunkedScan`). The state is H x N per position while the
+  input is one number per channel, so each chunk of T positions is the `conv` route on the chunk from
+  the state the chunk before left: the causal convolution with K_{<T} (FFT), the free response of the
+  entering state, and the state after the chunk (a product with lambda^(T-1-s)), so that the carries
+  are S_c = lambda^T S_{c-1} + (the chunk's own end state). Work O(B L H N) in matrix products, and
+  no (B L H N) state trajectory (8.6 GB at B=8, L=4096, H=N=128 in float64): one (B H N) state per
+  chunk, which is all the backward keeps besides u (it runs each chunk again). It does the work of
+  `conv` plus the carries, so it is never faster: conv is the view to use for DLR, the scan its
+  independent recurrent check (`chunk_length` for T; timings and memory in docs/speed.md);
 * `sequential`, `step`: the plain loop over positions on the (B H N) state as real pairs, rotated by
   real 2x2 rotation-scalings, read out at every position.
 
@@ -33,10 +37,13 @@ States cross the boundary as (B H N) complex tensors (the reference's convention
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from functools import reduce
 
 import torch
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
 from linrnn.impls.config import DLRConfig
 from linrnn.impls.torch import scan as scans
@@ -44,7 +51,8 @@ from linrnn.impls.torch.conv import depthwise_conv
 from linrnn.impls.torch.layer import Mixer
 from linrnn.impls.torch.scan import complex_dtype
 
-BLOCK = 2**20          # complex entries of one block of lambda^l (positions x N)
+BLOCK = 2**18          # complex entries of one block of lambda^l (positions x N): 2 MiB in complex64, so that
+                       # the temporaries of one block's recomputation and backward stay a small part of u
 
 
 # -- materialise the raw parameters -------------------------------------------------------------
@@ -82,6 +90,11 @@ def _powers(log_lam: torch.Tensor, start: int, stop: int, descending_from: int |
     return torch.view_as_real(scans.powers(log_lam, steps)).flatten(-2)
 
 
+def _power(log_lam: torch.Tensor, k: int) -> torch.Tensor:
+    """lambda^k.     -> (N,) complex"""
+    return scans.powers(log_lam, torch.full((1,), k, dtype=log_lam.real.dtype, device=log_lam.device))[0]
+
+
 def _cat(parts: list[torch.Tensor], dim: int) -> torch.Tensor:
     return parts[0] if len(parts) == 1 else torch.cat(parts, dim=dim)      # one block: no copy
 
@@ -91,10 +104,39 @@ def _conj_pairs(Z: torch.Tensor) -> torch.Tensor:
     return torch.view_as_real(Z.conj().resolve_conj()).flatten(-2)
 
 
-def kernel(log_lam: torch.Tensor, W: torch.Tensor, length: int) -> torch.Tensor:
-    """K_{l,h} = Re(sum_n W_hn lambda_n^l), l < length, in blocks of positions.     -> (length H)"""
+def _recomputed(fn, *args):
+    """fn(*args), keeping only its inputs for the backward, which runs fn again (`torch.utils.checkpoint`).
+
+    For the products with a block of powers: autograd would keep every (S 2N) block of lambda^l, in all
+    L x 2N numbers (for the kernel, a quarter of u at B = 8, H = N = 128), where recomputing a block costs
+    one exp and one polar form per entry.
+    """
+    if torch.is_grad_enabled():
+        return checkpoint(fn, *args, use_reentrant=False)
+    return fn(*args)
+
+
+def _kernel_block(log_lam, Wp, start, stop):
+    return _powers(log_lam, start, stop) @ Wp.T                             # (S H)
+
+
+def _free_block(log_lam, G, start, stop):
+    return G @ _powers(log_lam, start + 1, stop + 1).T                      # (B H S)
+
+
+def _advance_block(log_lam, u_block, start, last):
+    return u_block.transpose(1, 2) @ _powers(log_lam, start, start + u_block.shape[1], descending_from=last)
+
+
+def kernel(log_lam: torch.Tensor, W: torch.Tensor, length: int, D: torch.Tensor | None = None) -> torch.Tensor:
+    """K_{l,h} = Re(sum_n W_hn lambda_n^l), l < length, in blocks of positions, plus D_h at l = 0 if given.
+
+    The skip term D u is the convolution's lag 0, so that the layer's output comes out of one convolution
+    (one output and one input gradient, not a second of each for D u).     -> (length H)
+    """
     Wp = _conj_pairs(W)                                                     # (H 2N)
-    return _cat([_powers(log_lam, s, e) @ Wp.T for s, e in _blocks(length, W.shape[-1])], dim=0)
+    K = _cat([_recomputed(_kernel_block, log_lam, Wp, s, e) for s, e in _blocks(length, W.shape[-1])], dim=0)
+    return K if D is None else torch.cat([K[:1] + D, K[1:]])
 
 
 def free_response(log_lam: torch.Tensor, W: torch.Tensor, x0: torch.Tensor, length: int) -> torch.Tensor:
@@ -103,7 +145,7 @@ def free_response(log_lam: torch.Tensor, W: torch.Tensor, x0: torch.Tensor, leng
     x0 (B H N) complex -> (B length H)
     """
     G = _conj_pairs(W * x0)                                                 # (B H 2N)
-    y = _cat([G @ _powers(log_lam, s + 1, e + 1).T for s, e in _blocks(length, W.shape[-1])], dim=-1)
+    y = _cat([_recomputed(_free_block, log_lam, G, s, e) for s, e in _blocks(length, W.shape[-1])], dim=-1)
     return y.transpose(1, 2)                                                # (B length H)
 
 
@@ -112,90 +154,126 @@ def advance(log_lam: torch.Tensor, u: torch.Tensor, x0: torch.Tensor | None) -> 
 
     u (B L H), x0 (B H N) complex or None -> (B H N) complex
     """
-    B, L, H = u.shape
-    N = log_lam.shape[0]
-    x = torch.zeros(B, H, 2 * N, dtype=u.dtype, device=u.device)
-    for s, e in _blocks(L, N):
-        x = x + u[:, s:e].transpose(1, 2) @ _powers(log_lam, s, e, descending_from=L - 1)   # (B H 2N)
+    L, N = u.shape[1], log_lam.shape[0]
+    x = reduce(torch.add, (_recomputed(_advance_block, log_lam, u[:, s:e], s, L - 1) for s, e in _blocks(L, N)))
     x = torch.view_as_complex(x.unflatten(-1, (N, 2)))
     if x0 is None:
         return x
-    return x + scans.powers(log_lam, torch.full((1,), L, dtype=u.dtype, device=u.device))[0] * x0
+    return x + _power(log_lam, L) * x0
 
 
-# -- the causal part of each view: (y without D u, final state or None) -----------------------------
+# -- the causal part of each view, from a kernel with D at its lag 0: (y, final state or None) -------------
 
-def _causal_conv(log_lam, W, u, x0, Lk, with_state):
-    y = depthwise_conv(kernel(log_lam, W, Lk), u)                           # (B L H)
+def _causal(K, log_lam, W, u, x0, with_state):
+    """y = the causal convolution of u with the kernel K, plus the free response of x0; and the state after u.
+
+    K (Lk H), u (B L H), x0 (B H N) complex or None -> y (B L H), (B H N) complex or None
+    """
+    y = depthwise_conv(K, u)                                                # (B L H)
     if x0 is not None:
         y = y + free_response(log_lam, W, x0, u.shape[1])
     return y, (advance(log_lam, u, x0) if with_state else None)
 
 
-def _causal_chunked(log_lam, W, u, x0, T, with_state):
-    B, L, H = u.shape
-    nc = -(-L // T)
-    chunks = F.pad(u, (0, 0, 0, nc * T - L)).view(B * nc, T, H)             # (B*nc T H)
-    y = depthwise_conv(kernel(log_lam, W, T), chunks)                       # inside each chunk, from zero
-    ends = advance(log_lam, chunks, None).unflatten(0, (B, nc))             # (B nc H N)
-    carries = chunk_carries(log_lam, ends, x0, T)                           # (B nc H N)
-    y = (y + free_response(log_lam, W, carries.flatten(0, 1), T)).reshape(B, nc * T, H)
-    last = L - (nc - 1) * T                                                 # valid positions of the last chunk
-    return y[:, :L], (advance(log_lam, u[:, L - last:], carries[:, -1]) if with_state else None)
+class ChunkedScan(torch.autograd.Function):
+    """The scan view's causal part: chunks of T positions in turn, each `_causal` with the kernel K = K_{<T}
+    from the state the chunk before left (S_c = lambda^T S_{c-1} + the chunk's own end state).
 
+    For the backward it keeps u, K and the state entering every chunk, (B H N) complex each: in all
+    2N / T times the size of u. The backward runs the chunks again from the last to the first, each from
+    its saved state, with autograd, and hands the gradient of that state to the chunk before: it holds one
+    chunk's graph at a time, and writes the gradient of u in place. Autograd through the whole sequence
+    would instead keep every chunk's input, free response and products until the backward.
 
-def chunk_carries(log_lam, ends, x0, T):
-    """The state before each chunk, S_0 = x0 (or 0) and S_c = lambda^T S_{c-1} + E_{c-1}.
-
-    One diagonal recurrence over the B x H x N lanes with transition lambda^T, run by `scan.chunked`
-    (whose backward is the adjoint scan, not autograd through a loop over the chunks).
-    ends (B nc H N) complex, x0 (B H N) complex or None -> (B nc H N) complex
+    (K (T H), log_lam, W, u, x0 or None, with_state) -> y (B L H), x_L (B H N) complex or None
     """
-    B, nc, H, N = ends.shape
-    start = torch.zeros_like(ends[:, 0]) if x0 is None else x0.resolve_conj()
-    if nc == 1:
-        return start[:, None]
-    v = torch.view_as_real(ends[:, :-1].reshape(B, nc - 1, H * N))         # (B nc-1 HN 2)
-    x = scans.chunked((T * log_lam).repeat(H), v, torch.view_as_real(start.reshape(B, H * N)))
-    return torch.cat([start[:, None], torch.view_as_complex(x.contiguous()).view(B, nc - 1, H, N)], dim=1)
+
+    @staticmethod
+    def forward(ctx, K, log_lam, W, u, x0, with_state):
+        L = u.shape[1]
+        y = torch.empty_like(u)                                             # (B L H)
+        x, entering = x0, []
+        for s, e in _chunks(L, K.shape[0]):
+            entering.append(x)
+            y[:, s:e], x = _causal(K[:e - s], log_lam, W, u[:, s:e], x, with_state or e < L)
+        ctx.save_for_backward(K, log_lam, W, u, *entering)
+        ctx.with_state = with_state
+        return y, x
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g_y, g_x):
+        K, log_lam, W, u, *entering = ctx.saved_tensors
+        needs = ctx.needs_input_grad[:5]
+        g_u = torch.empty_like(u) if needs[3] else None
+        totals = [torch.zeros_like(t) if need else None for t, need in zip((K, log_lam, W), needs)]
+        g_state = g_x if ctx.with_state else None
+        for (s, e), x in reversed(list(zip(_chunks(u.shape[1], K.shape[0]), entering))):
+            *grads, g_u_chunk, g_state = _chunk_gradients(K[:e - s], log_lam, W, u[:, s:e], x, g_y[:, s:e], g_state)
+            for total, grad in zip(totals, grads):
+                if total is not None:
+                    total[:grad.shape[0]] += grad                           # a short last chunk: K's first rows
+            if g_u is not None:
+                g_u[:, s:e] = g_u_chunk
+        return *totals, g_u, g_state if needs[4] else None, None
 
 
-def _both_directions(f: DLRForm, cfg: DLRConfig, u: torch.Tensor, x0, causal):
-    """y = causal part + D u (+ the future-only backward part); causal(W, u, x0, with_state) -> (y, state)."""
-    y, x = causal(f.W, u, x0, cfg.max_kernel_length is None and f.W_rev is None)
-    y = torch.addcmul(y, f.D, u)
+def _chunk_gradients(K, log_lam, W, u, x, g_y, g_state):
+    """One chunk of `ChunkedScan` run again with autograd: the gradients of K, log_lam, W, u and x (None if
+    x is None), from those of its y and (g_state not None) of the state it leaves."""
+    inputs = [t if t is None else t.detach().requires_grad_() for t in (K, log_lam, W, u, x)]
+    with torch.enable_grad():
+        y, x_end = _causal(*inputs, g_state is not None)
+    outputs, weights = ([y, x_end], [g_y, g_state]) if g_state is not None else ([y], [g_y])
+    grads = iter(torch.autograd.grad(outputs, [t for t in inputs if t is not None], weights, materialize_grads=True))
+    return [None if t is None else next(grads) for t in inputs]
+
+
+def _chunks(length: int, T: int) -> list[tuple[int, int]]:
+    return [(s, min(s + T, length)) for s in range(0, length, T)]
+
+
+def _both_directions(f: DLRForm, cfg: DLRConfig, u: torch.Tensor, x0, final_state: bool, causal):
+    """y = causal part with D u at lag 0 (+ the future-only backward part).
+
+    causal(W, D or None, u, x0, with_state) -> (y, state)
+    """
+    y, x = causal(f.W, f.D, u, x0, final_state and cfg.max_kernel_length is None and f.W_rev is None)
     if f.W_rev is not None:
         # R_t = sum_{j>=0} K^rev_j u_{t+j}, from the causal part on the reversed input; y_t += R_{t+1}
-        R = causal(f.W_rev, u.flip(1), None, False)[0].flip(1)
+        R = causal(f.W_rev, None, u.flip(1), None, False)[0].flip(1)
         y = y + F.pad(R[:, 1:], (0, 0, 0, 1))
     return y, x
 
 
 # -- the views: (form, cfg, u, x0) -> (y (B L H), x_L (B H N) complex or None) --------------------------
 
-def conv(f: DLRForm, cfg: DLRConfig, u: torch.Tensor, x0: torch.Tensor | None = None):
+def conv(f: DLRForm, cfg: DLRConfig, u: torch.Tensor, x0: torch.Tensor | None = None, final_state: bool = True):
     Lk = cfg.kernel_length(u.shape[1])
-    def causal(W, v, x, with_state):
-        return _causal_conv(f.log_lam, W, v, x, Lk, with_state)
-    return _both_directions(f, cfg, u, x0, causal)
+    def causal(W, D, v, x, with_state):
+        return _causal(kernel(f.log_lam, W, Lk, D), f.log_lam, W, v, x, with_state)
+    return _both_directions(f, cfg, u, x0, final_state, causal)
 
 
-def scan(f: DLRForm, cfg: DLRConfig, u: torch.Tensor, x0: torch.Tensor | None = None, chunk: int | None = None):
-    T = chunk_length(u.shape[1], f.log_lam.shape[0]) if chunk is None else chunk
-    def causal(W, v, x, with_state):
-        return _causal_chunked(f.log_lam, W, v, x, T, with_state)
-    return _both_directions(f, cfg, u, x0, causal)
+def scan(f: DLRForm, cfg: DLRConfig, u: torch.Tensor, x0: torch.Tensor | None = None, chunk: int | None = None,
+         final_state: bool = True):
+    T = chunk_length(u.shape[1], f.log_lam.shape[0]) if chunk is None else min(chunk, u.shape[1])
+    def causal(W, D, v, x, with_state):
+        return ChunkedScan.apply(kernel(f.log_lam, W, T, D), f.log_lam, W, v, x, with_state)
+    return _both_directions(f, cfg, u, x0, final_state, causal)
 
 
 def chunk_length(length: int, N: int) -> int:
-    """T for the kernel-form chunked scan: 2N rounded up to a power of two, at least 64, at most L.
+    """T for the kernel-form scan: the power of two nearest sqrt(N L / 2), at least 64, at most L.
 
-    The two kernel-form products cost B L H 2N whatever T; the carries cost B (L/T) H N and their
-    (B L/T H N) stack, so T of the order of N keeps them small, and larger T only adds FFT length.
-    The T sweep behind the rule is in docs/speed.md; `pytest --benchmark -k dlr_chunk`
-    (tests/bench/test_bench_torch.py) reproduces it into the benchmark JSON.
+    Memory: `ChunkedScan` keeps one (B H N) complex state per chunk, 2N / T times the size of u in all,
+    and its backward holds one chunk's graph, about 4 T / L times u (the chunk's input, output and their
+    gradients); their sum is least at T = sqrt(N L / 2) (measured peaks in docs/speed.md). Time: the two
+    kernel-form products cost B L H 2N whatever T, and the FFT of each chunk grows as log T: the sweep at
+    L = 4096 in docs/speed.md found T = 256 and 512 equally fast and shorter chunks slower.
+    `pytest --benchmark -k dlr_chunk` (tests/bench/test_bench_torch.py) reproduces it into the benchmark JSON.
     """
-    return min(length, max(64, 1 << (2 * N - 1).bit_length()))
+    return min(length, max(64, 1 << round(0.5 * math.log2(max(1, N * length / 2)))))
 
 
 def _step(f: DLRForm, W_pairs: torch.Tensor, u_t: torch.Tensor, x: torch.Tensor):
@@ -238,17 +316,18 @@ class DLR(Mixer):
     """One DLR layer (unidirectional or bidirectional); parameters named as the bundle keys."""
 
     config_type = DLRConfig
+    optional_state_modes = ("conv", "scan")
 
     materialise = materialise
 
     def sequential(self, f: DLRForm, u, x0):
         return sequential(f, self.config, u, x0)
 
-    def scan(self, f: DLRForm, u, x0):
-        return scan(f, self.config, u, x0)
+    def scan(self, f: DLRForm, u, x0, final_state=True):
+        return scan(f, self.config, u, x0, final_state=final_state)
 
-    def conv(self, f: DLRForm, u, x0):
-        return conv(f, self.config, u, x0)
+    def conv(self, f: DLRForm, u, x0, final_state=True):
+        return conv(f, self.config, u, x0, final_state=final_state)
 
     def step_once(self, f: DLRForm, u_t, x):
         return step_once(f, u_t, x)

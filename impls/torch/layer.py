@@ -93,6 +93,10 @@ class Mixer(nn.Module):
     # Modes whose projections run in the autocast dtype when autocast is on (the recurrence stays in the
     # layer's dtype, docs/precision.md, "Mixed precision"); every other mode runs wholly in the layer's dtype.
     autocast_modes: ClassVar[tuple[str, ...]] = ()
+    # Modes whose view takes `final_state=False` and then does not form the final state, where forming it
+    # costs work and memory (DLR's `conv`: one more product over the whole input); every other view forms
+    # it anyway and `forward(..., final_state=False)` only drops it.
+    optional_state_modes: ClassVar[tuple[str, ...]] = ()
 
     @property
     def recurrence_keys(self) -> tuple[str, ...]:
@@ -148,13 +152,17 @@ class Mixer(nn.Module):
 
     # -- the mode switch ----------------------------------------------------------------------
 
-    def forward(self, u: torch.Tensor, mode: str = MODES[0], state: torch.Tensor | None = None):
+    def forward(self, u: torch.Tensor, mode: str = MODES[0], state: torch.Tensor | None = None,
+                final_state: bool = True):
         """The layer on a whole sequence in the chosen view.
 
-        u      (B L H) in the layer's dtype
-        mode   'scan' (default) | 'sequential' | 'conv' | 'step'
-        state  the forward state before u in the reference's convention, or None (zeros)
-        -> y (B L H), the forward state after u (None for bidirectional or truncated-kernel layers)
+        u            (B L H) in the layer's dtype
+        mode         'scan' (default) | 'sequential' | 'conv' | 'step'
+        state        the forward state before u in the reference's convention, or None (zeros)
+        final_state  False: the caller drops the state after u, so a view that can skip forming it does
+                     (`optional_state_modes`); y is the same either way
+        -> y (B L H), the forward state after u (None for bidirectional or truncated-kernel layers, or
+           when final_state is False)
         """
         check_mode(mode)
         self.check_input(u)
@@ -167,9 +175,11 @@ class Mixer(nn.Module):
             x0 = None if state is None else self.to_native(m, state, u.shape[0])
             if mode == "step":
                 y, x = self.stepwise(m, u, x0)
+            elif not final_state and mode in self.optional_state_modes:
+                y, x = getattr(self, mode)(m, u, x0, final_state=False)
             else:
                 y, x = getattr(self, mode)(m, u, x0)
-        if x is None or self.config.bidirectional:
+        if x is None or self.config.bidirectional or not final_state:
             return y, None
         return y, self.from_native(m, x)
 

@@ -29,15 +29,19 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint as recompute_in_backward
 
+from linrnn.impls import checks
 from linrnn.impls.bundle import Bundle, sub_params
 from linrnn.impls.config import BATCHNORM_MOMENTUM, ModelConfig
 from linrnn.impls.errors import LinrnnError
+from linrnn.impls.torch.attention import Attention
 from linrnn.impls.torch.dlr import DLR
-from linrnn.impls.torch.layer import MODES, check_mode, export_bundle, load_bundle, torch_dtype
+from linrnn.impls.torch.layer import MODES, export_bundle, load_bundle, torch_dtype
 from linrnn.impls.torch.lru import LRU
 from linrnn.impls.torch.rotrnn import RotRNN
+from linrnn.impls.torch.s4d import S4D
+from linrnn.impls.torch.s5 import S5
 
-MIXERS = {"rotrnn": RotRNN, "lru": LRU, "dlr": DLR}
+MIXERS = {"rotrnn": RotRNN, "lru": LRU, "dlr": DLR, "s4d": S4D, "s5": S5, "attention": Attention}
 
 
 class Norm(nn.Module):
@@ -116,7 +120,7 @@ class Block(nn.Module):
     def forward(self, x: torch.Tensor, mode: str) -> torch.Tensor:
         """x (B L H) -> (B L H)"""
         z = self.norm(x) if self.prenorm else x
-        z, _ = self.mixer(z, mode)
+        z, _ = self.mixer(z, mode, final_state=False)
         z = self.dropout(F.gelu(z))                     # exact erf GELU (PyTorch's default)
         z = self.dropout(self.glu(z))
         x = x + z
@@ -202,11 +206,11 @@ class Model(nn.Module):
                     with the retrieval head B = 2B' rows, the first documents then the second ones, and
                     the output is (B' d_out)
         lengths     (B,) integer valid lengths for masked mean / last pooling, or None (all full)
-        mode        the mixers' view: 'scan' (default) | 'sequential' | 'conv' | 'step'
+        mode        the mixers' view: 'scan' (default) | 'sequential' | 'conv' | 'step'; attention: 'full' | 'chunked'
         checkpoint  in training with gradients: recompute each block's activations in the backward pass
                     instead of storing them (the same numbers, including the dropout masks)
         """
-        check_mode(mode)
+        checks.check_mode(mode, "torch", self.config.mixer.kind)
         x = self.encode(inputs)                                                 # (B L H)
         B, L = x.shape[:2]
         self.config.check_rows(B)

@@ -7,14 +7,17 @@ import numpy as np
 import pytest
 
 from linrnn.impls.bundle import META_KEY, Bundle, load, mixer_shapes, model_shapes
-from linrnn.impls.config import (SCHEMA_VERSION, DLRConfig, LRUConfig, ModelConfig, RotRNNConfig,
-                                 config_from_dict, config_to_dict)
+from linrnn.impls.config import (SCHEMA_VERSION, DLRConfig, LRUConfig, ModelConfig, RotRNNConfig, S4DConfig,
+                                 S5Config, config_from_dict, config_to_dict)
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 
 MIXERS = [RotRNNConfig(d_model=6, d_state=4, heads=3), LRUConfig(d_model=6, d_state=5),
           DLRConfig(d_model=6, d_state=5), RotRNNConfig(d_model=6, d_state=4, heads=3, bidirectional=True),
-          LRUConfig(d_model=6, d_state=5, bidirectional=True), DLRConfig(d_model=6, d_state=5, bidirectional=True)]
+          LRUConfig(d_model=6, d_state=5, bidirectional=True), DLRConfig(d_model=6, d_state=5, bidirectional=True),
+          S4DConfig(d_model=6, d_state=5, init="inv"), S4DConfig(d_model=6, d_state=5, bidirectional=True),
+          S5Config(d_model=6, d_state=4, blocks=2),
+          S5Config(d_model=6, d_state=4, bidirectional=True, discretization="bilinear", clip_eigs=True)]
 MODELS = [ModelConfig(mixer=LRUConfig(d_model=8, d_state=4), n_layers=2, d_input=3, d_output=5),
           ModelConfig(mixer=RotRNNConfig(d_model=8, d_state=2, heads=2), n_layers=1, vocab_size=11,
                       norm="batch", prenorm=False, pooling="last"),
@@ -45,6 +48,12 @@ def test_layer_keys_are_exactly_those_of_models_md():
     assert set(mixer_shapes(LRUConfig(bidirectional=True))) == \
         {"nu_log", "theta_log", "gamma_log", "B_re", "B_im", "C_re", "C_im", "D", "C_re_rev", "C_im_rev"}
     assert set(mixer_shapes(DLRConfig(bidirectional=True))) == {"a", "theta", "W_re", "W_im", "D", "W_re_rev", "W_im_rev"}
+    assert mixer_shapes(S4DConfig(d_model=6, d_state=5, bidirectional=True)) == {
+        "log_dt": (6,), "log_A_real": (6, 5), "A_imag": (6, 5), "C_re": (6, 5), "C_im": (6, 5), "D": (6,),
+        "C_re_rev": (6, 5), "C_im_rev": (6, 5)}
+    assert mixer_shapes(S5Config(d_model=6, d_state=4, bidirectional=True)) == {
+        "Lambda_re": (4,), "Lambda_im": (4,), "B_re": (4, 6), "B_im": (4, 6), "C_re": (6, 4), "C_im": (6, 4),
+        "D": (6,), "log_step": (4,), "C_re_rev": (6, 4), "C_im_rev": (6, 4)}
 
 
 def test_model_keys_are_dotted():
@@ -61,6 +70,10 @@ def test_model_keys_are_dotted():
     (LRUConfig(d_model=6, d_state=5), 141),
     # DLR: 2N + 2HN + H = 10 + 60 + 6
     (DLRConfig(d_model=6, d_state=5), 76),
+    # S4D: H + 4HN + H = 6 + 120 + 6
+    (S4DConfig(d_model=6, d_state=5), 132),
+    # S5: 2N + 4NH + H + N = 10 + 120 + 6 + 5
+    (S5Config(d_model=6, d_state=5), 141),
     # model: encoder 8*3+8, 2 x (norm 16 + LRU 4*4*8+3*4+8=148 + GLU 2*(64+8)=144), decoder 5*8+5
     (MODELS[0], 32 + 2 * (16 + 148 + 144) + 45),
 ])
@@ -121,6 +134,35 @@ def test_rotrnn_head_with_zero_input_matrix_is_refused():
         Bundle(cfg, params)
 
 
+def test_s4d_values_without_a_zoh_discretisation_are_refused():
+    bundle = init(S4DConfig(d_model=2, d_state=3), 0)
+    zero_A = bundle.params["log_A_real"].copy()
+    zero_A[1, 0] = -800.0                              # exp underflows to 0 and A_imag[:, 0] = 0 (S4D-Lin): A = 0
+    with pytest.raises(LinrnnError, match="at channel 1, mode 0, A = 0 .* is undefined"):
+        bundle.replace(log_A_real=zero_A)
+    huge_dt = bundle.params["log_dt"].copy()
+    huge_dt[0] = 800.0                                 # dt = exp(800) overflows
+    with pytest.raises(LinrnnError, match="at channel 0, mode 0, dt A overflows"):
+        bundle.replace(log_dt=huge_dt)
+    shifted = bundle.params["A_imag"] + 1.0            # A_imag != 0: the same tiny Re A is fine
+    assert bundle.replace(log_A_real=zero_A, A_imag=shifted).params["log_A_real"][1, 0] == -800.0
+
+
+def test_s5_values_without_a_discretisation_are_refused():
+    zoh = init(S5Config(d_model=2, d_state=2), 0)
+    zero = np.array([0.0, -0.5])
+    with pytest.raises(LinrnnError, match="at mode 0, Lambda = 0, so the ZOH factor .* is undefined"):
+        zoh.replace(Lambda_re=zero, Lambda_im=zero)
+    with pytest.raises(LinrnnError, match="at mode 1, Delta Lambda overflows"):
+        zoh.replace(log_step=np.array([0.0, 800.0]))
+    clipped = init(S5Config(d_model=2, d_state=2, clip_eigs=True), 0)   # Re Lambda <= -1e-4 in use: never 0
+    assert clipped.replace(Lambda_re=zero, Lambda_im=zero).params["Lambda_re"][0] == 0.0
+    bilinear = init(S5Config(d_model=2, d_state=2, discretization="bilinear"), 0)
+    assert bilinear.replace(Lambda_re=zero, Lambda_im=zero).params["Lambda_im"][0] == 0.0
+    with pytest.raises(LinrnnError, match="at mode 1, Delta Lambda = 2, so the bilinear factor"):
+        bilinear.replace(Lambda_re=np.array([-0.5, 2.0]), Lambda_im=np.zeros(2), log_step=np.zeros(2))  # Delta = 1
+
+
 def test_replace_rejects_unknown_keys():
     with pytest.raises(LinrnnError, match="replace: unknown key"):
         init(MIXERS[1], 0).replace(E=np.zeros(3))
@@ -137,6 +179,12 @@ def test_replace_rejects_unknown_keys():
     (lambda: LRUConfig(bidirectional="yes"), "LRUConfig.bidirectional: expected true or false"),
     (lambda: DLRConfig(dt_min=-1.0), r"DLRConfig.dt_min: expected a value in"),
     (lambda: DLRConfig(max_kernel_length=0), "DLRConfig.max_kernel_length: expected an integer >= 1"),
+    (lambda: S4DConfig(init="legs"), "S4DConfig.init: expected one of lin, inv, found 'legs'"),
+    (lambda: S4DConfig(dt_min=0.1, dt_max=0.01), r"S4DConfig.dt_max: expected a value in \[0.1, 1000"),
+    (lambda: S5Config(d_state=6, blocks=4), "S5Config.blocks: expected a divisor of d_state = 6 .*, found 4"),
+    (lambda: S5Config(blocks=0), "S5Config.blocks: expected an integer >= 1, found 0"),
+    (lambda: S5Config(discretization="euler"), "S5Config.discretization: expected one of zoh, bilinear"),
+    (lambda: S5Config(clip_eigs=1), "S5Config.clip_eigs: expected true or false"),
     (lambda: ModelConfig(norm="group"), "ModelConfig.norm: expected one of layer, batch, found 'group'"),
     (lambda: ModelConfig(pooling="max"), "ModelConfig.pooling: expected one of mean, last, none"),
     (lambda: ModelConfig(mixer="lru"), "ModelConfig.mixer: expected a mixer config"),
@@ -150,7 +198,7 @@ def test_bad_configs_name_the_field(make, message):
 def test_config_dict_round_trip_and_errors():
     for cfg in MIXERS + MODELS:
         assert config_from_dict(json.loads(json.dumps(config_to_dict(cfg)))) == cfg
-    with pytest.raises(LinrnnError, match=r"config.kind: expected one of rotrnn, lru, dlr, model, found 'gru'"):
+    with pytest.raises(LinrnnError, match=r"config.kind: expected one of rotrnn, lru, dlr, s4d, s5, attention, model, found 'gru'"):
         config_from_dict({"kind": "gru"})
     with pytest.raises(LinrnnError, match=r"unknown field\(s\) width for lru"):
         config_from_dict({"kind": "lru", "width": 3})

@@ -21,6 +21,7 @@ from linrnn.impls.tolerance import assert_close
     ("lru", ["--state", 5]),
     ("dlr", ["--state", 5, "--bidirectional"]),
     ("rotrnn", ["--state", 2, "--heads", 3, "--bidirectional"]),
+    ("s5", ["--state", 4, "--bidirectional"]),
 ])
 def test_layer_init_and_apply_reproduce_the_reference(cli, tmp_path, model, extra):
     params, u_path, y_path = tmp_path / "p.npz", tmp_path / "u.npy", tmp_path / "y.npy"
@@ -77,16 +78,18 @@ def files(tmp_path):
 
 def test_unknown_model_name(cli, tmp_path):
     line = cli.error_line("params", "init", "--model", "gru", "--seed", 0, "--out", tmp_path / "p.npz")
-    assert line == "linrnn params: error: --model: expected one of rotrnn, lru, dlr, found 'gru'"
+    assert line == "linrnn params: error: --model: expected one of rotrnn, lru, dlr, s4d, s5, attention, found 'gru'"
 
 
 @pytest.mark.parametrize("argv, message", [
     (["--model", "lru", "--state", 0], "--state: expected a positive integer, found 0"),
     (["--model", "lru", "--d-model", -3], "--d-model: expected a positive integer, found -3"),
     (["--model", "rotrnn", "--state", 3], "RotRNNConfig.d_state: expected an even state size per head"),
-    (["--model", "lru", "--heads", 2], "--heads: only RotRNN has heads, found --heads with --model lru"),
+    (["--model", "lru", "--heads", 2], "--heads: only RotRNN and attention have heads, found --heads with --model lru"),
     (["--model", "dlr", "--layer-only", "--layers", 2], "--layer-only: model options (n_layers) do not apply"),
     (["--model", "dlr", "--norm", "group"], "ModelConfig.norm: expected one of layer, batch, found 'group'"),
+    (["--model", "attention", "--state", 4], "--state: attention has no state, found --state with --model attention"),
+    (["--model", "lru", "--window", 4], "--window: only attention has windows, found --window with --model lru"),
 ])
 def test_bad_init_options(cli, tmp_path, argv, message):
     line = cli.error_line("params", "init", *argv, "--seed", 0, "--out", tmp_path / "p.npz")
@@ -163,4 +166,5 @@ def test_console_script_prints_one_line_and_no_traceback(tmp_path):
     result = subprocess.run([sys.executable, "-m", "linrnn.cli", "params", "init", "--model", "gru",
                              "--seed", "0", "--out", str(tmp_path / "p.npz")], capture_output=True, text=True)
     assert result.returncode == 2
-    assert result.stderr.strip() == "linrnn params: error: --model: expected one of rotrnn, lru, dlr, found 'gru'"
+    assert result.stderr.strip() == ("linrnn params: error: --model: expected one of rotrnn, lru, dlr, s4d, s5, "
+                                     "attention, found 'gru'")

@@ -17,7 +17,7 @@ from linrnn.impls import reference
 from linrnn.impls import torch as torch_side
 from linrnn.impls.bench import layer_config
 from linrnn.impls.bundle import RECURRENCE_KEYS, is_recurrence_key, mixer_shapes
-from linrnn.impls.config import DTYPES, KINDS, MODES, DLRConfig, LRUConfig, RotRNNConfig, mixer_config
+from linrnn.impls.config import DTYPES, KINDS, MODES, DLRConfig, LRUConfig, ModelConfig, RotRNNConfig, mixer_config
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import bench as jax_bench
@@ -91,9 +91,12 @@ def test_the_recurrence_keys_are_one_table_used_by_both_sides():
         names = {name for name, p in module.named_parameters()
                  if any(p is q for q in torch_side.recurrence_parameters(module))}
         assert names == set(keys), kind
-        mask = jax_side.recurrence_mask(jax_side.from_bundle(bundle))
+        mask = jax_side.recurrence_mask(jax_side.from_bundle(bundle), cfg)
         assert {k for k, marked in mask.items() if marked} == set(keys), kind
-    assert is_recurrence_key("layers.0.mixer.theta") and not is_recurrence_key("layers.0.norm.scale")
+    model = ModelConfig(mixer=mixer_config("dlr", 3, 4))
+    assert is_recurrence_key("layers.0.mixer.theta", model) and not is_recurrence_key("layers.0.norm.scale", model)
+    assert is_recurrence_key("B_re", mixer_config("s5", 3, 4))                 # S5's B is in its "ssm" group,
+    assert not is_recurrence_key("B_re", mixer_config("lru", 3, 4))            # the LRU's is an ordinary weight
 
 
 def test_one_mixer_config_builder_with_checked_fields():
@@ -102,7 +105,7 @@ def test_one_mixer_config_builder_with_checked_fields():
     assert mixer_config("lru", 8, 4, r_max=0.99) == LRUConfig(d_model=8, d_state=4, r_max=0.99)
     assert layer_config("rotrnn", 8, 16, heads=4) == RotRNNConfig(d_model=8, d_state=4, heads=4)
     assert message(lambda: mixer_config("lru", 8, 4, gamma_max=0.9)).startswith("LRUConfig: unknown field(s) gamma_max")
-    assert message(lambda: mixer_config("s4", 8, 4)) == "mixer: expected one of rotrnn, lru, dlr, found 's4'"
+    assert message(lambda: mixer_config("s4", 8, 4)) == "mixer: expected one of rotrnn, lru, dlr, s4d, s5, attention, found 's4'"
 
 
 def test_powers_has_one_signature_and_one_meaning_on_both_sides():

@@ -100,7 +100,7 @@ def test_command_line(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--models", "gru"], "--models: expected a comma-separated subset of rotrnn,lru,dlr, found 'gru'"),
+    (["--models", "gru"], "--models: expected a comma-separated subset of rotrnn,lru,dlr,s4d,s5,attention, found 'gru'"),
     (["--modes", "fast"], "--modes: expected a comma-separated subset of sequential,scan,conv,step"),
     (["--seeds", "one"], "--seeds: expected comma-separated integers, found 'one'"),
 ])

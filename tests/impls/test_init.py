@@ -2,14 +2,15 @@
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 from linrnn.impls.tolerance import assert_close, tolerance
 
 SLACK = tolerance("identity", "float64").rtol   # rounding of exp/log in the parameterisation
 
-from linrnn.impls.config import DLRConfig, LRUConfig, ModelConfig, RotRNNConfig
-from linrnn.impls.init import init
-from linrnn.impls.reference import dlr, lru, rotrnn
+from linrnn.impls.config import DLRConfig, LRUConfig, ModelConfig, RotRNNConfig, S4DConfig, S5Config
+from linrnn.impls.init import hippo_n, init
+from linrnn.impls.reference import dlr, lru, rotrnn, s4d
 
 
 def test_rotrnn_initialisation():
@@ -57,6 +58,64 @@ def test_dlr_initialisation_is_the_roots_of_unity_just_inside_the_circle():
     assert_close("phases", np.exp(2j * np.pi * np.arange(64) / 64), lam / np.abs(lam), "identity", "float64")
     synthetic = dlr.eigenvalues(init(DLRConfig(d_model=4, d_state=8, dt_min=1e-5, dt_max=1e-5), 0).params)
     assert_close("|lambda| at dt = 1e-5", np.full(8, np.exp(-0.5e-5)), np.abs(synthetic), "identity", "float64")
+
+
+def test_s4d_initialisation_is_lin_or_inv_with_dt_per_channel():
+    lin = init(S4DConfig(d_model=4000, d_state=3, dt_min=1e-3, dt_max=1e-1), 0).params
+    A = s4d.continuous_eigenvalues(lin)
+    assert_close("Re A = -1/2", np.full((4000, 3), -0.5), A.real, "identity", "float64")
+    assert np.array_equal(A.imag, np.tile(np.pi * np.arange(3), (4000, 1)))           # S4D-Lin: pi n
+    # log dt uniform on [log 1e-3, log 1e-1]: its mean and variance, each within 4 standard errors (n = 4000)
+    lo, hi = np.log(1e-3), np.log(1e-1)
+    assert np.all((lin["log_dt"] >= lo) & (lin["log_dt"] <= hi)) and lin["log_dt"].shape == (4000,)
+    assert abs(lin["log_dt"].mean() - (lo + hi) / 2) < 4 * (hi - lo) / np.sqrt(12 * 4000)
+    assert abs(lin["log_dt"].var() / ((hi - lo) ** 2 / 12) - 1) < 4 * np.sqrt(0.8 / 4000)   # Var((x - m)^2) = 0.8 var^2
+    for key in ("C_re", "C_im"):                                                      # C standard complex normal
+        assert abs(np.std(lin[key]) * np.sqrt(2) - 1) < 0.02, key
+    assert abs(np.std(lin["D"]) - 1) < 0.03
+    inv = init(S4DConfig(d_model=2, d_state=2, init="inv"), 0).params
+    # the s4 code's state size is 2N = 4: A_imag_n = (4/pi)(4/(2n+1) - 1) = 12/pi, 4/(3 pi)
+    assert_close("S4D-Inv", np.tile([12 / np.pi, 4 / (3 * np.pi)], (2, 1)), inv["A_imag"], "identity", "float64")
+
+
+@pytest.mark.parametrize("size", [2, 4, 8])
+def test_hippo_n_eigenvalues_have_real_part_minus_one_half_and_v_diagonalises_s(size):
+    """`hippo_n`'s theory: S = -I/2 + K with K real skew-symmetric, so S V = V diag(Lambda), V unitary,
+    Re Lambda = -1/2, conjugate pairs; keeping one of each pair gives a real system's output as 2 Re(...)."""
+    S, Lambda, V = hippo_n(size)
+    n = np.arange(size)
+    half = np.sqrt(np.outer(2 * n + 1, 2 * n + 1)) / 2      # A_LegS + P P^T, entry by entry
+    assert_close("S", np.where(n[:, None] > n, -half, np.where(n[:, None] < n, half, -0.5)), S, "identity", "float64")
+    assert_close("Re Lambda", np.full(size, -0.5), Lambda.real, "identity", "float64")
+    assert_close("S V = V diag(Lambda)", S @ V, V * Lambda, "identity", "float64")
+    assert_close("V^H V = I", np.eye(size, dtype=complex), V.conj().T @ V, "identity", "float64")
+    k = size // 2                                             # sorted by Im: the first half mirrors the second
+    assert np.all(Lambda.imag[:k] < 0)
+    assert_close("conjugate pairs", np.conj(Lambda[::-1][:k]), Lambda[:k], "identity", "float64")
+    rng = np.random.default_rng(size)
+    B, C, t = rng.standard_normal(size), rng.standard_normal(size), 0.3
+    exact = C @ scipy.linalg.expm(S * t) @ B                   # a real system's impulse response at time t
+    kept = 2 * (C @ V[:, :k] @ (np.exp(Lambda[:k] * t) * (V[:, :k].conj().T @ B))).real
+    assert_close("2 Re over the kept half", exact, kept, "identity", "float64")
+
+
+def test_s5_initialisation_is_hippo_n_in_blocks_with_lecun_normal_b_and_c():
+    cfg = S5Config(d_model=64, d_state=32, blocks=4, bidirectional=True, dt_min=1e-3, dt_max=1e-1)
+    p = init(cfg, 0).params
+    _, Lambda, V = hippo_n(16)                                # blocks of 2N/J = 16 modes, 8 kept in each
+    assert np.array_equal(p["Lambda_re"] + 1j * p["Lambda_im"], np.tile(Lambda[:8], 4))
+    V_half = np.kron(np.eye(4), V[:, :8])                     # (2N N) block-diagonal
+    B_tilde = p["B_re"] + 1j * p["B_im"]
+    B = 2 * (V_half @ B_tilde).real                           # the real B whose V_half^H B is B~
+    assert_close("B~ = V_half^H B, B real", B_tilde, V_half.conj().T @ B, "identity", "float64")
+    # lecun-normal, fan-in 2N = 64: a normal truncated at 2 sigma, rescaled to variance 1/64
+    assert abs(B.var() * 64 - 1) < 0.08 and np.abs(B).max() <= 2 / 0.8796 / 8
+    for suffix in ("", "_rev"):                               # E|C~|^2 = 2 (parts) x 1/2N: 1/N
+        C_tilde = p["C_re" + suffix] + 1j * p["C_im" + suffix]
+        assert abs(np.mean(np.abs(C_tilde) ** 2) * 32 - 1) < 0.08, suffix
+    assert not np.array_equal(p["C_re"], p["C_re_rev"])
+    assert np.all((p["log_step"] >= np.log(1e-3)) & (p["log_step"] <= np.log(1e-1)))
+    assert abs(np.std(p["D"]) - 1) < 0.3
 
 
 @pytest.mark.parametrize("norm", ["layer", "batch"])

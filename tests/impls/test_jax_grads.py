@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from jax.test_util import check_grads
 
-from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig
+from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig, S4DConfig, S5Config
 from linrnn.impls.init import init
 from linrnn.impls.jax import from_bundle, layer
 from linrnn.impls.reference import spectral_radius
@@ -25,6 +25,7 @@ CONFIGS = {
     "rotrnn": RotRNNConfig(d_model=2, d_state=4, heads=1, gamma_max=0.99),  # N = 2 would make P cancel
     "lru": LRUConfig(d_model=2, d_state=2, r_min=0.5, r_max=0.99),
     "dlr": DLRConfig(d_model=2, d_state=2, dt_min=1e-2, dt_max=0.5),
+    "s4d": S4DConfig(d_model=2, d_state=2, dt_min=1e-2, dt_max=0.5),
 }
 
 
@@ -54,6 +55,16 @@ def test_autodiff_matches_finite_differences(kind, mode):
 def test_autodiff_matches_finite_differences_bidirectional(kind):
     cfg, _, params, u = case(kind, bidirectional=True)
     check_grads(lambda p, u: layer.apply(p, cfg, u, "scan")[0], (params, u), order=1, modes=("rev",))
+
+
+@pytest.mark.parametrize("discretization", ["zoh", "bilinear"])
+def test_s5_discretisation_has_the_gradients_of_finite_differences(discretization):
+    """S5 runs the LRU's routes (checked above) once discretised: its own part is `s5.materialise`, whose
+    gradients reach every raw parameter through the sequential mode (clip_eigs on, with nothing clipped)."""
+    cfg = S5Config(d_model=2, d_state=2, dt_min=1e-2, dt_max=0.5, discretization=discretization, clip_eigs=True)
+    params = from_bundle(init(cfg, 7), "float64")
+    u = jnp.asarray(np.random.default_rng(7).standard_normal((1, L, 2)))
+    check_grads(lambda p, u: layer.apply(p, cfg, u, "sequential")[0], (params, u), order=1, modes=("rev",))
 
 
 @pytest.mark.parametrize("kind", list(CONFIGS))

@@ -14,16 +14,19 @@ import mpmath
 import numpy as np
 import pytest
 
-from linrnn.impls.config import DLRConfig, LRUConfig, ModelConfig, RotRNNConfig
+from linrnn.impls.config import DLRConfig, LRUConfig, ModelConfig, RotRNNConfig, S4DConfig, S5Config
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
-from linrnn.impls.jax import apply_bundle, dlr, from_bundle, layer, model
+from linrnn.impls.jax import apply_bundle, dlr, from_bundle, layer, model, s4d, s5
 from linrnn.impls.reference import apply_mixer, spectral_radius
+from linrnn.impls.reference import s4d as ref_s4d
+from linrnn.impls.reference import s5 as ref_s5
 from linrnn.impls.tolerance import assert_close
 
 rng = np.random.default_rng(0)
 SMALL = {"rotrnn": RotRNNConfig(d_model=2, d_state=2, heads=2), "lru": LRUConfig(d_model=2, d_state=3),
-         "dlr": DLRConfig(d_model=2, d_state=3)}
+         "dlr": DLRConfig(d_model=2, d_state=3), "s4d": S4DConfig(d_model=2, d_state=3),
+         "s5": S5Config(d_model=2, d_state=4)}
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -121,6 +124,30 @@ def test_float32_runs_compute_in_float32_throughout(kind):
         y, *state = program.out_avals   # no state from DLR's conv
         assert y.dtype == jnp.float32
         assert all(s.dtype == (jnp.float32 if kind == "rotrnn" else jnp.complex64) for s in state)
+
+
+def test_s4d_zoh_factor_keeps_float32_precision():
+    """C~ = 2 C (exp(dt A) - 1)/A materialised in float32 at |dt A| = 5e-5: expm1, not exp - 1 (2e-4 off here)."""
+    cfg = S4DConfig(d_model=4, d_state=1, dt_min=1e-4, dt_max=1e-4)
+    bundle = init(cfg, 0)
+    C = s4d.materialise(from_bundle(bundle, "float32"), cfg).C
+    assert C.dtype == jnp.complex64
+    assert_close("float32 C~", ref_s4d.output_weights(bundle.params), C, "identity", "float32")
+
+
+@pytest.mark.parametrize("discretization", ["zoh", "bilinear"])
+def test_s5_discretisation_keeps_float32_precision(discretization):
+    """B_bar materialised in float32 at |Delta Lambda| down to 7e-5 (Delta = 1e-4): ZOH's factor by expm1, not
+    exp - 1 (9e-5 off here, 12 times the tolerance), and no float64 on the way (the bilinear route included)."""
+    cfg = S5Config(d_model=4, d_state=4, dt_min=1e-4, dt_max=1e-4, discretization=discretization)
+    bundle = init(cfg, 0)
+    params = from_bundle(bundle, "float32")
+    sys = s5.materialise(params, cfg)
+    assert sys.log_lam.dtype == jnp.complex64 and sys.B_re.dtype == jnp.float32
+    assert "f64" not in str(jax.make_jaxpr(lambda p: s5.materialise(p, cfg))(params))
+    lam, B_bar = ref_s5.discretise(bundle.params, cfg)
+    assert_close("float32 log Lambda_bar", np.log(lam), sys.log_lam, "identity", "float32")
+    assert_close("float32 B_bar", B_bar, jax.lax.complex(sys.B_re, sys.B_im), "identity", "float32")
 
 
 def test_float32_model_computes_in_float32():

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from linrnn.impls.config import DLRConfig, LRUConfig, ModelConfig, RotRNNConfig
+from linrnn.impls.config import DLRConfig, LRUConfig, ModelConfig, RotRNNConfig, S5Config
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import from_bundle, recurrence_mask, to_bundle
@@ -19,6 +19,7 @@ CONFIGS = [
     DLRConfig(d_model=3, d_state=4, bidirectional=True),
     ModelConfig(mixer=LRUConfig(d_model=3, d_state=2), norm="batch", vocab_size=7),
     ModelConfig(mixer=RotRNNConfig(d_model=4, d_state=2, heads=2), d_input=3),
+    ModelConfig(mixer=S5Config(d_model=3, d_state=2), d_input=2),   # B_re: a recurrence key of S5, not of the LRU
 ]
 JAX_SIDE = Path(__file__).resolve().parents[2] / "impls" / "jax"
 
@@ -59,7 +60,7 @@ def test_to_bundle_validates_keys_and_shapes():
 @pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.kind)
 def test_recurrence_mask_marks_exactly_the_recurrence_parameters(cfg):
     params = from_bundle(init(cfg, 0))
-    mask = recurrence_mask(params)
+    mask = recurrence_mask(params, cfg)
     assert set(mask) == set(params)
     mixer_kind = cfg.mixer.kind if cfg.kind == "model" else cfg.kind
     for key, marked in mask.items():

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from linrnn.impls.config import DLRConfig, LRUConfig, ModelConfig, RotRNNConfig
+from linrnn.impls.config import DLRConfig, LRUConfig, ModelConfig, RotRNNConfig, S4DConfig, S5Config
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
-from linrnn.impls.reference import apply_bundle, apply_mixer, dlr, lru, rotrnn
+from linrnn.impls.reference import apply_bundle, apply_mixer, dlr, lru, rotrnn, s4d, s5
 from linrnn.impls.reference.model import forward
 from linrnn.impls.tolerance import assert_close
 
@@ -90,6 +90,110 @@ def test_dlr_bidirectional_counts_lag_zero_once():
     K_rev = dlr.kernel(p, 5, "_rev")[:, 0]
     expected = [K_rev[1], K_rev[0], K[0] + p["D"][0], K[1], K[2]]   # y_t += K_rev_j u_{t+1+j}
     assert_close("impulse response", expected, y, "forward", "float64", 5)
+
+
+def test_s4d_equals_the_s4_kernel_channel_by_channel():
+    """K_l = 2 Re(sum_n C_n (exp(dt A_n) - 1)/A_n exp(dt A_n l)), as the s4 code's S4DKernel writes it (dt >= 0.05
+    here, where exp - 1 loses nothing that matters), then y = K * u + D u; both views, both initialisations."""
+    for init_name in ("lin", "inv"):
+        cfg = S4DConfig(d_model=2, d_state=3, init=init_name, dt_min=0.05, dt_max=0.5)
+        p = init(cfg, 6).params
+        u = rng.standard_normal((1, 7, 2))
+        y = np.zeros((7, 2))
+        for h in range(2):
+            dt = np.exp(p["log_dt"][h])
+            A = -np.exp(p["log_A_real"][h]) + 1j * p["A_imag"][h]
+            C = (p["C_re"][h] + 1j * p["C_im"][h]) * (np.exp(dt * A) - 1) / A
+            K = [2 * np.real(np.sum(C * np.exp(dt * A * l))) for l in range(7)]
+            for t in range(7):
+                y[t, h] = sum(K[l] * u[0, t - l, h] for l in range(t + 1)) + p["D"][h] * u[0, t, h]
+        for mode in ("sequential", "conv"):
+            assert_close(f"s4d {init_name} {mode}", y, apply_mixer(cfg, p, u, mode)[0][0], "forward", "float64", 7)
+
+
+def test_s4d_zoh_factor_keeps_its_precision_at_small_dt_a():
+    """C~ = 2 C (exp(dt A) - 1)/A against 40 digits at |dt A| = 5e-5 (mode 0 of S4D-Lin at dt = 1e-4): exp - 1
+    written as a difference is off by up to eps / |dt A| relative (8e-13 on these numbers, 60 times the tolerance)."""
+    import mpmath
+
+    cfg = S4DConfig(d_model=4, d_state=1, dt_min=1e-4, dt_max=1e-4)
+    p = init(cfg, 0).params
+    with mpmath.workdps(40):
+        exact = []
+        for h in range(4):
+            A = mpmath.mpc(-mpmath.exp(p["log_A_real"][h, 0]), p["A_imag"][h, 0])
+            C = mpmath.mpc(p["C_re"][h, 0], p["C_im"][h, 0])
+            exact.append(complex(2 * C * mpmath.expm1(mpmath.exp(p["log_dt"][h]) * A) / A))
+    assert_close("C~ = 2 C (exp(dt A) - 1)/A", np.array(exact), s4d.output_weights(p)[:, 0], "identity", "float64")
+
+
+def test_s4d_bidirectional_counts_lag_zero_once():
+    """The s4 code's two-sided kernel: the backward kernel starts at the next position."""
+    cfg = S4DConfig(d_model=1, d_state=3, bidirectional=True)
+    p = init(cfg, 4).params
+    u = np.zeros((1, 5, 1))
+    u[0, 2, 0] = 1.0                                   # an impulse at t = 2
+    K, K_rev = s4d.kernel(p, 5)[:, 0], s4d.kernel(p, 5, "_rev")[:, 0]
+    expected = [K_rev[1], K_rev[0], K[0] + p["D"][0], K[1], K[2]]   # y_t += K_rev_j u_{t+1+j}
+    for mode in ("sequential", "conv"):
+        assert_close(f"s4d {mode} impulse response", expected, apply_mixer(cfg, p, u, mode)[0][0, :, 0],
+                     "forward", "float64", 5)
+
+
+@pytest.mark.parametrize("discretization", ["zoh", "bilinear"])
+def test_s5_equals_its_equation_mode_by_mode(discretization):
+    """Lambda_bar and B_bar as the S5 code writes them (Delta >= 0.05 here, where exp - 1 loses nothing that
+    matters), x_t = Lambda_bar x_{t-1} + B_bar u_t both ways, y = 2 Re(C~ x + C~_rev x_bwd) + D u; both views."""
+    cfg = S5Config(d_model=2, d_state=3, discretization=discretization, bidirectional=True, dt_min=0.05, dt_max=0.5)
+    p = init(cfg, 7).params
+    u = rng.standard_normal((1, 7, 2))
+    Lambda, Delta = p["Lambda_re"] + 1j * p["Lambda_im"], np.exp(p["log_step"])
+    if discretization == "zoh":
+        lam = np.exp(Lambda * Delta)
+        B_bar = ((lam - 1) / Lambda)[:, None] * (p["B_re"] + 1j * p["B_im"])
+    else:
+        lam = (1 + Delta * Lambda / 2) / (1 - Delta * Lambda / 2)
+        B_bar = (Delta / (1 - Delta * Lambda / 2))[:, None] * (p["B_re"] + 1j * p["B_im"])
+    x, x_bwd = np.zeros((8, 3), complex), np.zeros((8, 3), complex)    # x[t + 1] = x_t; x_bwd[t] = x_bwd_t
+    for t in range(7):
+        x[t + 1] = lam * x[t] + B_bar @ u[0, t]
+    for t in reversed(range(7)):
+        x_bwd[t] = lam * x_bwd[t + 1] + B_bar @ u[0, t]
+    y = np.stack([2 * ((p["C_re"] + 1j * p["C_im"]) @ x[t + 1] + (p["C_re_rev"] + 1j * p["C_im_rev"]) @ x_bwd[t]).real
+                  + p["D"] * u[0, t] for t in range(7)])
+    for mode in ("sequential", "conv"):
+        assert_close(f"s5 {discretization} {mode}", y, apply_mixer(cfg, p, u, mode)[0][0], "forward", "float64", 7)
+    one_way = S5Config(d_model=2, d_state=3, discretization=discretization, dt_min=0.05, dt_max=0.5)
+    _, state = apply_mixer(one_way, {k: v for k, v in p.items() if not k.endswith("_rev")}, u, "sequential")
+    assert_close(f"s5 {discretization} state", x[7], state[0], "state", "float64", 7)
+
+
+def test_s5_clip_eigs_uses_a_real_part_of_at_most_minus_1e_4():
+    cfg = S5Config(d_model=2, d_state=2, clip_eigs=True)
+    p = dict(init(cfg, 8).params)
+    u = rng.standard_normal((1, 6, 2))
+    unstable = {**p, "Lambda_re": np.array([0.3, -0.5])}             # Re Lambda > 0 in mode 0
+    clipped = {**p, "Lambda_re": np.array([-1e-4, -0.5])}
+    assert np.array_equal(apply_mixer(cfg, unstable, u, "sequential")[0], apply_mixer(cfg, clipped, u, "sequential")[0])
+    free = S5Config(d_model=2, d_state=2)
+    assert s5.eigenvalues(unstable, free)[0].real > 1 > abs(s5.eigenvalues(unstable, cfg)[0])
+
+
+def test_s5_zoh_factor_keeps_its_precision_at_small_delta_lambda():
+    """B_bar = (exp(Delta Lambda) - 1)/Lambda B~ against 40 digits at Delta = 1e-4 (|Delta Lambda| down to 7e-5):
+    exp - 1 written as a difference is off by up to eps / |Delta Lambda| relative (3e-13 here, 20 times the
+    tolerance)."""
+    import mpmath
+
+    cfg = S5Config(d_model=1, d_state=4, dt_min=1e-4, dt_max=1e-4)
+    p = init(cfg, 0).params
+    with mpmath.workdps(40):
+        exact = []
+        for n in range(4):
+            Lambda = mpmath.mpc(p["Lambda_re"][n], p["Lambda_im"][n])
+            factor = mpmath.expm1(mpmath.exp(p["log_step"][n]) * Lambda) / Lambda
+            exact.append(complex(factor * mpmath.mpc(p["B_re"][n, 0], p["B_im"][n, 0])))
+    assert_close("B_bar", np.array(exact), s5.discretise(p, cfg)[1][:, 0], "identity", "float64")
 
 
 def test_lru_and_rotrnn_bidirectional_include_the_current_input_backwards():

@@ -10,13 +10,13 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig
+from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig, S4DConfig, S5Config
 from linrnn.impls.init import init
 from linrnn.impls.reference import spectral_radius
 from linrnn.impls.tolerance import assert_close
 from linrnn.impls.torch import MODES, dlr, from_bundle
 
-KINDS = ("rotrnn", "lru", "dlr")
+KINDS = ("rotrnn", "lru", "dlr", "s4d", "s5")
 
 
 def config(kind, bidirectional=False):
@@ -24,13 +24,18 @@ def config(kind, bidirectional=False):
         return RotRNNConfig(d_model=2, d_state=2, heads=2, gamma_max=0.999, bidirectional=bidirectional)
     if kind == "lru":
         return LRUConfig(d_model=2, d_state=2, r_max=0.999, bidirectional=bidirectional)
+    if kind == "s4d":
+        return S4DConfig(d_model=2, d_state=2, dt_min=2e-3, dt_max=0.5, bidirectional=bidirectional)
+    if kind == "s5":    # both discretisations: ZOH one way, the bilinear transform both ways
+        return S5Config(d_model=2, d_state=2, dt_min=2e-3, dt_max=0.5, bidirectional=bidirectional,
+                        discretization="bilinear" if bidirectional else "zoh")
     return DLRConfig(d_model=2, d_state=2, dt_min=2e-3, dt_max=0.5, bidirectional=bidirectional)
 
 
 def initial_state(kind, cfg, layer, B, generator):
     if kind == "rotrnn":
         return torch.randn(B, cfg.heads, cfg.d_state, dtype=layer.dtype, generator=generator)
-    shape = (B, cfg.d_state) if kind == "lru" else (B, cfg.d_model, cfg.d_state)
+    shape = (B, cfg.d_state) if kind in ("lru", "s5") else (B, cfg.d_model, cfg.d_state)
     return torch.randn(shape, dtype=torch.complex128, generator=generator)
 
 
@@ -64,7 +69,9 @@ def test_gradients_of_every_view_equal_those_of_the_loop(kind, mode, dtype, monk
         monkeypatch.setattr(dlr, "chunk_length", lambda length, N: 4)
     cfg = {"rotrnn": RotRNNConfig(d_model=3, d_state=4, heads=2, gamma_max=0.9999),
            "lru": LRUConfig(d_model=3, d_state=4, r_max=0.9999),
-           "dlr": DLRConfig(d_model=3, d_state=4, dt_min=2e-4, dt_max=0.5)}[kind]
+           "dlr": DLRConfig(d_model=3, d_state=4, dt_min=2e-4, dt_max=0.5),
+           "s4d": S4DConfig(d_model=3, d_state=4, init="inv", dt_min=2e-4, dt_max=0.5),
+           "s5": S5Config(d_model=3, d_state=4, dt_min=2e-4, dt_max=0.5)}[kind]
     bundle = init(cfg, 2)
     L = 45
     rng = np.random.default_rng(3)

@@ -8,16 +8,17 @@ import numpy as np
 import pytest
 import torch
 
-from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig
+from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig, S4DConfig, S5Config
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.reference import dlr as ref_dlr
+from linrnn.impls.reference import s4d as ref_s4d
 from linrnn.impls.tolerance import assert_close
-from linrnn.impls.torch import DLR, LRU, MODES, RotRNN, from_bundle, parameter_groups
+from linrnn.impls.torch import DLR, LRU, MODES, RotRNN, S4D, S5, from_bundle, parameter_groups
 from linrnn.impls.torch.rotrnn import orthogonal
 
-KINDS = ("rotrnn", "lru", "dlr")
+KINDS = ("rotrnn", "lru", "dlr", "s4d", "s5")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
@@ -26,6 +27,11 @@ def config(kind, bidirectional=False, H=3, **extra):
         return RotRNNConfig(d_model=H, d_state=4, heads=2, gamma_max=0.9999, bidirectional=bidirectional, **extra)
     if kind == "lru":
         return LRUConfig(d_model=H, d_state=5, r_min=0.5, r_max=0.9999, bidirectional=bidirectional, **extra)
+    if kind == "s4d":   # S4D-Inv: phases up to 10 rad per step at dt = 1
+        return S4DConfig(d_model=H, d_state=3, init="inv", dt_min=2e-4, dt_max=1.0, bidirectional=bidirectional,
+                         **extra)
+    if kind == "s5":    # HiPPO-N of size 8: phases up to 20 rad per step at Delta = 1
+        return S5Config(d_model=H, d_state=4, dt_min=2e-4, dt_max=1.0, bidirectional=bidirectional, **extra)
     return DLRConfig(d_model=H, d_state=4, dt_min=2e-4, dt_max=1.0, bidirectional=bidirectional, **extra)
 
 
@@ -38,7 +44,7 @@ def random_state(kind, cfg, B, seed):
     rng = np.random.default_rng(seed)
     if kind == "rotrnn":
         return rng.standard_normal((B, cfg.heads, cfg.d_state))
-    shape = (B, cfg.d_state) if kind == "lru" else (B, cfg.d_model, cfg.d_state)
+    shape = (B, cfg.d_state) if kind in ("lru", "s5") else (B, cfg.d_model, cfg.d_state)
     return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
 
 
@@ -201,10 +207,14 @@ def test_parameter_counts_are_pinned():
         RotRNN: (RotRNNConfig(d_model=H, d_state=N, heads=2), 2 * N * N + 2 * N // 2 + 2 + 2 * (2 * N * H) + H),
         LRU: (LRUConfig(d_model=H, d_state=N), 4 * N * H + 3 * N + H),
         DLR: (DLRConfig(d_model=H, d_state=N), 2 * N * H + 2 * N + H),
+        S4D: (S4DConfig(d_model=H, d_state=N), 4 * N * H + 2 * H),
+        S5: (S5Config(d_model=H, d_state=N), 4 * N * H + 3 * N + H),
     }
     # RotRNN: M 2*4*4 = 32, theta 2*2 = 4, gamma_log 2, B 2*4*6 = 48, C 6*8 = 48, D 6 -> 140
     # LRU:    4NH + 3N + H = 96 + 12 + 6 = 114;   DLR: 2NH + 2N + H = 48 + 8 + 6 = 62
-    assert [count for _, count in layers.values()] == [140, 114, 62]
+    # S4D:    log_dt 6, log_A_real, A_imag, C_re, C_im 4*24 = 96, D 6 -> 108
+    # S5:     Lambda_re, Lambda_im, log_step 3*4 = 12, B_re, B_im, C_re, C_im 4*24 = 96, D 6 -> 114
+    assert [count for _, count in layers.values()] == [140, 114, 62, 108, 114]
     for cls, (cfg, count) in layers.items():
         bundle = init(cfg, 0)
         assert sum(a.size for a in bundle.params.values()) == count
@@ -213,12 +223,31 @@ def test_parameter_counts_are_pinned():
 
 def test_recurrence_parameters_form_their_own_group():
     for kind, keys in {"rotrnn": {"M", "theta", "gamma_log"}, "lru": {"nu_log", "theta_log", "gamma_log"},
-                       "dlr": {"a", "theta"}}.items():
+                       "dlr": {"a", "theta"}, "s4d": {"log_dt", "log_A_real", "A_imag"},
+                       "s5": {"Lambda_re", "Lambda_im", "B_re", "B_im", "log_step"}}.items():
         layer = from_bundle(init(config(kind), 0))
         groups = parameter_groups(layer)
         names = {id(p): n for n, p in layer.named_parameters()}
         assert {names[id(p)] for p in groups["recurrence"]} == keys
         assert {names[id(p)] for p in groups["other"]} == set(names.values()) - keys
+
+
+def test_s4d_zoh_factor_keeps_float32_precision():
+    """C~ = 2 C (exp(dt A) - 1)/A materialised in float32 at |dt A| = 5e-5: expm1, not exp - 1 (which is 2e-4
+    off here, 25 times the tolerance)."""
+    bundle = init(S4DConfig(d_model=4, d_state=1, dt_min=1e-4, dt_max=1e-4), 0)
+    C = from_bundle(bundle, torch.float32).materialise().C
+    assert_close("float32 C~", ref_s4d.output_weights(bundle.params), C.detach().numpy(), "identity", "float32")
+
+
+def test_s4d_conv_without_its_final_state_gives_the_same_output():
+    """`final_state=False` (the deep model's call) skips the product that forms the state, nothing else."""
+    cfg = config("s4d")
+    layer = from_bundle(init(cfg, 10))
+    u, x0 = to_torch(inputs(7, 2, 13, cfg.d_model), layer), to_torch(random_state("s4d", cfg, 2, 8), layer)
+    y, x = layer(u, "conv", x0)
+    y_only, none = layer(u, "conv", x0, final_state=False)
+    assert x is not None and none is None and torch.equal(y, y_only)
 
 
 def test_a_single_head_rotation_is_accurate():

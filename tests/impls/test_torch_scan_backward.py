@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from linrnn.impls.tolerance import assert_close
-from linrnn.impls.torch import diagonal, layer_scan, scan
+from linrnn.impls.torch import diagonal, dlr, layer_scan, scan
 
 LENGTHS = (1, 2, 7, 64, 65, 130)
 
@@ -163,13 +163,19 @@ def test_autocast_runs_the_projections_in_bf16_and_the_recurrence_in_float32(kin
     from linrnn.impls.torch import from_bundle
 
     seen = []
-    real_scan_chunks = scan.scan_chunks
+    real_scan_chunks, real_chunk = scan.scan_chunks, dlr._causal
 
     def recording(lam_powers, w, carry, reverse=False):
         seen.append(w.dtype)
         return real_scan_chunks(lam_powers, w, carry, reverse)
 
+    def recording_dlr(K, log_lam, W, u, x0, with_state):     # DLR's recurrence: the states between its chunks
+        y, x = real_chunk(K, log_lam, W, u, x0, with_state)
+        seen.extend(t.dtype for t in (x0, x) if t is not None)
+        return y, x
+
     monkeypatch.setattr(scan, "scan_chunks", recording)
+    monkeypatch.setattr(dlr, "_causal", recording_dlr)
     layer = from_bundle(init(layer_config(kind, 8, 8, 2), 0), torch.float32)
     u = torch.randn(2, 200, 8, generator=torch.Generator().manual_seed(0)).bfloat16().float().requires_grad_()
     y32, _ = layer(u, "scan")

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from linrnn.impls.errors import LinrnnError
+from linrnn.impls.tolerance import assert_close
 from linrnn.cli import main
+from linrnn.tasks import checkpoint
 from linrnn.tasks.config import TrainConfig
 from linrnn.tasks.grid import grid_config, model_defaults, run_grid, thin
 
@@ -95,3 +97,45 @@ def test_cli_rejects_bad_options_with_one_line(tmp_path, capsys, flags, message)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("linrnn tasks: error: ") and message in err
     assert not (tmp_path / "runs").exists()
+
+
+def test_s5_trains_through_the_grid_and_both_frameworks_take_the_same_steps(tmp_path):
+    """S5's recurrence group (Lambda, B~, log_step: B is in it, unlike the LRU's) gets its own rate and no decay."""
+    rows = {backend: run_grid(["shift"], ["s5"], backend, length=8, steps=4, out_dir=tmp_path / backend,
+                              d_state=4, dtype="float64", recurrence_lr=3e-3, weight_decay=0.1, **TINY)[0]
+            for backend in ("torch", "jax")}
+    for row in rows.values():
+        assert row["status"] == "ok" and row["evaluations"][-1]["mse"] < row["evaluations"][0]["mse"]
+    assert_close("s5 validation mse", [e["mse"] for e in rows["torch"]["evaluations"]],
+                 [e["mse"] for e in rows["jax"]["evaluations"]], "gradient", "float64", 8)
+    bundles = {b: checkpoint.load(Path(row["run_dir"]) / "checkpoint.npz").bundle for b, row in rows.items()}
+    for key, value in bundles["torch"].params.items():
+        assert_close(f"{key} after 4 steps", value, bundles["jax"].params[key], "gradient", "float64", 8)
+
+
+def test_s4d_trains_through_the_grid_and_both_frameworks_take_the_same_steps(tmp_path):
+    """S4D in its default mode (conv, the s4 code's route), its kernel parameters (log_dt, A) in their own group."""
+    rows = {backend: run_grid(["shift"], ["s4d"], backend, length=8, steps=4, out_dir=tmp_path / backend,
+                              d_state=3, dtype="float64", recurrence_lr=3e-3, weight_decay=0.1, **TINY)[0]
+            for backend in ("torch", "jax")}
+    for row in rows.values():
+        assert row["status"] == "ok" and row["evaluations"][-1]["mse"] < row["evaluations"][0]["mse"]
+    assert TrainConfig(**rows["torch"]["config"]).compute_mode == "conv"
+    bundles = {b: checkpoint.load(Path(row["run_dir"]) / "checkpoint.npz").bundle for b, row in rows.items()}
+    for key, value in bundles["torch"].params.items():
+        assert_close(f"{key} after 4 steps", value, bundles["jax"].params[key], "gradient", "float64", 8)
+
+
+def test_attention_trains_through_the_grid_and_both_frameworks_take_the_same_steps(tmp_path):
+    """Local causal attention (window 3, L = 8 not a multiple) in its default mode (chunked), post-norm (pre-norm:
+    tests/impls/test_attention.py's model through every backend)."""
+    rows = {backend: run_grid(["shift"], ["attention"], backend, length=8, steps=4, out_dir=tmp_path / backend,
+                              heads=2, window=3, prenorm=False, dtype="float64", weight_decay=0.1, **TINY)[0]
+            for backend in ("torch", "jax")}
+    for row in rows.values():
+        assert row["status"] == "ok" and row["evaluations"][-1]["mse"] < row["evaluations"][0]["mse"]
+    config = TrainConfig(**rows["torch"]["config"])
+    assert config.compute_mode == "chunked" and config.model_config().prenorm is False
+    bundles = {b: checkpoint.load(Path(row["run_dir"]) / "checkpoint.npz").bundle for b, row in rows.items()}
+    for key, value in bundles["torch"].params.items():
+        assert_close(f"{key} after 4 steps", value, bundles["jax"].params[key], "gradient", "float64", 8)

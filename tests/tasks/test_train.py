@@ -72,7 +72,9 @@ def test_a_tiny_run_of_every_task_completes(tmp_path, task):
     ({"task": "copy"}, "task: expected a synthetic task (shift, "),
     ({"d_model": -4}, "d_model: expected an integer >= 1, found -4"),
     ({"length": 4}, "length: expected an integer >= 8, found 4"),
-    ({"model": "s4"}, "model: expected one of rotrnn, lru, dlr, found 's4'"),
+    ({"model": "s4"}, "model: expected one of rotrnn, lru, dlr, s4d, s5, attention, found 's4'"),
+    ({"model": "lru", "window": 4}, "window: expected null for model lru"),
+    ({"model": "attention", "mode": "scan"}, "mode: expected full, chunked or null, found 'scan'"),
     ({"backend": "tf"}, "backend: expected one of torch, jax, found 'tf'"),
     ({"lr": float("nan")}, "lr: expected a number in"),
     ({"model": "rotrnn", "d_state": 3}, "RotRNNConfig.d_state: expected an even state size"),
@@ -81,6 +83,18 @@ def test_a_tiny_run_of_every_task_completes(tmp_path, task):
 def test_bad_configs_fail_before_any_work_and_name_the_field(overrides, message):
     with pytest.raises(LinrnnError, match=message.replace("(", r"\(")):
         TrainConfig(**{**SMALL, **overrides})
+
+
+def test_resuming_a_finished_run_takes_no_step_and_keeps_its_results(tmp_path, capsys):
+    train(config(backend="torch", steps=2), tmp_path, progress=False)
+    stored = (tmp_path / "results.json").read_text()
+    again = train(config(backend="torch", steps=2), tmp_path, resume=True, progress=False)
+    assert (again.steps_done, again.losses, again.seconds_per_step) == (2, [], None)
+    assert (tmp_path / "results.json").read_text() == stored      # its time per step is not overwritten by ~0
+    cfg_file = tmp_path / "run.json"
+    cfg_file.write_text(json.dumps(config(backend="torch", steps=2).to_dict()))
+    assert main(["train", "--config", str(cfg_file), "--out", str(tmp_path), "--resume", "--quiet"]) == 0
+    assert "2 steps, no step taken (finished before)" in capsys.readouterr().out
 
 
 def test_resume_with_another_config_is_refused(tmp_path):

@@ -76,6 +76,25 @@ def test_markers_lie_on_one_contour_for_label_1_and_on_the_two_targets_for_label
         assert rendered.image[y, x] >= 100, (y, x, rendered.image[y, x])
 
 
+def test_the_pictures_agree_with_their_labels():
+    """Read from the pixels alone: the two markers share a connected component of the drawn paths (dashes
+    closed by a one-pixel dilation) far more often in label-1 images than in label-0 ones. A generator whose
+    labels were drawn apart from its pictures would give the same rate for both. (At the easiest difficulty:
+    with LRA's 14-paddle paths the clutter joins almost every pair of markers, whatever the label.)"""
+    from scipy import ndimage
+
+    params = gen.lra_params(32, "curv_baseline")
+    joined = {0: [], 1: []}
+    for i in range(300):
+        rendered = render(params, gen.image_rng(0, params, i))
+        paths, _ = ndimage.label(ndimage.binary_dilation(rendered.image > 20), structure=np.ones((3, 3)))
+        origin, terminal = rendered.marker_indices
+        a, b = rendered.origin_tips[origin], rendered.terminal_tips[terminal]
+        joined[rendered.label].append(paths[a] == paths[b])
+    rate = {label: np.mean(v) for label, v in joined.items()}
+    assert rate[1] > 0.97 and rate[1] - rate[0] > 0.05, rate
+
+
 def test_same_seed_same_bytes_any_worker_count_other_seed_differs(small, tmp_path):
     out, _ = small
     GENERATORS["pathfinder"](tmp_path / "b", n_train=8, n_val=1, n_test=1, seed=4, resolution=32, workers=2,

@@ -1,0 +1,722 @@
+"""`linrnn conform`: check an implementation written elsewhere against the reference, and name each deviation.
+
+    linrnn conform TARGET --model lru|rotrnn|dlr|... [--dtype float32|float64] [--lengths L ...] [--seed S]
+                   [--json FILE]
+
+TARGET is `module:function` (importable from PYTHONPATH or the working directory) or a built-in name
+(`BUILTINS`: the peers `lru-pytorch` and `s5-pytorch`, and `linrnn-torch` / `linrnn-jax`, the project's
+own layers). The protocol (docs/conform.md):
+
+    function(bundle, config[, dtype=...]) -> call
+        bundle  {key: float64 array}: a layer bundle's keys (docs/models.md), no prefixes
+        config  the bundle's config as a plain dict (`linrnn.impls.config.config_to_dict`)
+        dtype   'float64' | 'float32', passed only to a function that has a `dtype` parameter
+        raises NotImplementedError for a config it does not support (e.g. bidirectional): "n/a", not a failure
+    call(u) -> y                          u (B L H) float64 NumPy; y (B L H), anything numpy.asarray takes
+    call(u, state=s) -> (y, state)        when `call` has a `state` parameter; s = None starts from zeros and
+                                          the state returned is opaque: it is only passed back
+
+The battery, for each dtype (the target's own output compared with the float64 reference's, with the
+tolerance table of `linrnn.impls.tolerance`, never a looser one):
+
+    impulse      one impulse per input channel: the impulse responses at lag 0 and at lags >= 1, each on its
+                 own scale (a large skip D u cannot hide the recurrence)
+    random L=..  random inputs at each length (L = 1 and an odd L by default)
+    radius ..    the bundle re-initialised with decay radii near 1 and small (the config's init fields): the
+                 impulse responses and a random input
+    bidirectional  the bundle re-initialised with `bidirectional`, where the kind has one
+    state        a sequence split over two calls, the state passed on, against the target's own single call
+    gradient     where the call differentiates (a torch tensor or a JAX array in, a gradient out): the input
+                 gradient of <w, y> against the reference's J^T w (exact: the layer is linear in u, and J is
+                 the reference's response to unit impulses)
+
+A failed check is explained by probes, never by the target's name (`Diagnosis`): the lag-0 error of the
+impulse responses (the skip D), fits of the recurrent part to the contract's output scaled or to its
+imaginary part, the error level of a float64 run, the target's own single-call and zero-state outputs
+(the state), its own forward-only layer (the backward direction), and its output check (the gradient).
+Exit status: 0 conforms, 1 deviates, 2 bad input (a one-line `LinrnnError`: an unimportable target, one that
+is not callable, an output of the wrong shape, a complex output, NaN or Inf).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import inspect
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from linrnn.impls.bundle import mixer_shapes
+from linrnn.impls.config import KINDS, MixerConfig, config_to_dict, mixer_config
+from linrnn.impls.errors import LinrnnError
+from linrnn.impls.init import init
+from linrnn.impls.reference import apply_mixer, spectral_radius
+from linrnn.impls.tolerance import compare, tolerance
+
+# Built-in targets: name -> (module, function). The modules live on the framework sides and are imported
+# only when named, so this module imports neither framework (docs/architecture.md, "The layers").
+BUILTINS: dict[str, tuple[str, str]] = {
+    "lru-pytorch": ("linrnn.impls.torch.conform_adapters", "lru_pytorch"),
+    "s5-pytorch": ("linrnn.impls.torch.conform_adapters", "s5_pytorch"),
+    "linrnn-torch": ("linrnn.impls.torch.conform_adapters", "linrnn_torch"),
+    "linrnn-jax": ("linrnn.impls.jax.conform_adapters", "linrnn_jax"),
+}
+PEERS = ("lru-pytorch", "s5-pytorch")
+# The gradient probes: framework -> module with `input_gradient(call, u, w) -> (gradient or None, how or why
+# not)`, raising what the call raises on that framework's arrays. A framework is tried only when the target
+# has imported it already.
+GRADIENT_PROBES = {"torch": "linrnn.impls.torch.conform_adapters", "jax": "linrnn.impls.jax.conform_adapters"}
+
+DTYPES = ("float64", "float32")
+DEFAULT_LENGTHS = (1, 7, 16)
+H, N, HEADS = 3, 4, 2          # the battery's layer: H != N, so that a transposed matrix cannot pass
+BATCH = H                      # rows of every input (the impulses need H): one shape per length, so that a
+                               # compiling target (JAX) compiles once per length
+
+# Decay radii, by the config's init fields (low, high field names; values near 1; small values).
+# DLR-style fields: |lambda| = exp(-Delta / 2), so Delta in [1e-4, 2e-4] gives r ~ 0.99995 and [4, 6] r ~ 0.1.
+RADIUS_FIELDS = (
+    ("gamma_min", "gamma_max", (0.999, 0.9999), (0.05, 0.1)),
+    ("r_min", "r_max", (0.999, 0.9999), (0.05, 0.1)),
+    ("dt_min", "dt_max", (1e-4, 2e-4), (4.0, 6.0)),
+)
+# Kinds whose output is the real part of a complex read-out: kind -> (its output matrix, the (real, imaginary)
+# key pairs of that matrix, the factor before Re: 2 where the conjugate half of the modes is dropped).
+# Im(C x) = Re((C_im - i C_re) x) probes "the imaginary part".
+_C_PAIRS = (("C_re", "C_im"), ("C_re_rev", "C_im_rev"))
+COMPLEX_READOUTS: dict[str, tuple[str, tuple[tuple[str, str], ...], int]] = {
+    "lru": ("C", _C_PAIRS, 1),
+    "dlr": ("W", (("W_re", "W_im"), ("W_re_rev", "W_im_rev")), 1),
+    "s4d": ("C", _C_PAIRS, 2),
+    "s5": ("C", _C_PAIRS, 2),
+}
+LAG0_DOMINANCE = 10.0   # the lag-0 error names the skip D when it is this many times the error at lags >= 1
+
+
+# -- results ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Diagnosis:
+    key: str      # stable name of the deviation (tests and the report match on it)
+    words: str    # what was found, with the measured error against the tolerance
+
+
+@dataclass
+class Check:
+    name: str                   # 'impulse', 'random L=7', 'radius near 1', 'bidirectional', 'state', 'gradient'
+    dtype: str
+    status: str                 # 'pass', 'fail' or 'n/a'
+    rel: float | None = None    # the normwise relative error (linrnn.impls.tolerance)
+    rtol: float | None = None   # its tolerance
+    detail: str = ""            # what was compared, or why the check does not apply
+    diagnoses: list[Diagnosis] = field(default_factory=list)
+
+    def line(self) -> str:
+        head = f"{self.status.upper() if self.status == 'fail' else self.status:<4} {self.name} ({self.dtype})"
+        if self.rel is None:
+            return f"{head}: {self.detail}"
+        verdict = "<=" if self.status == "pass" else ">"
+        return f"{head}: relative error {self.rel:.2e} {verdict} tolerance {self.rtol:.2e}; {self.detail}"
+
+
+@dataclass
+class Result:
+    target: str
+    model: str
+    dtypes: tuple[str, ...]
+    lengths: tuple[int, ...]
+    seed: int
+    checks: list[Check]
+
+    @property
+    def ok(self) -> bool:
+        return all(c.status != "fail" for c in self.checks)
+
+    def diagnoses(self) -> list[Diagnosis]:
+        """Each deviation once (its first measurement), in the order the checks found them."""
+        seen: dict[str, Diagnosis] = {}
+        for check in self.checks:
+            for d in check.diagnoses:
+                seen.setdefault(d.key, d)
+        return list(seen.values())
+
+    def to_dict(self) -> dict:
+        return {"target": self.target, "model": self.model, "dtypes": list(self.dtypes),
+                "lengths": list(self.lengths), "seed": self.seed, "conforms": self.ok,
+                "checks": [dataclasses.asdict(c) for c in self.checks],
+                "diagnoses": [dataclasses.asdict(d) for d in self.diagnoses()]}
+
+
+# -- the target ---------------------------------------------------------------------------------
+
+def _why(err: BaseException) -> str:
+    """An exception in one line: its type and the first line of its message."""
+    return f"{type(err).__name__}: {next(iter(str(err).splitlines()), '')}"
+
+
+def _accepts(fn: Callable, name: str) -> bool:
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):        # a callable without an inspectable signature
+        return False
+
+
+def resolve(target: str) -> Callable:
+    """The build function of `target`: a built-in name or `module:function`."""
+    if target in BUILTINS:
+        reason = unavailable(target)
+        if reason:
+            raise LinrnnError(reason)
+        module_name, function = BUILTINS[target]
+        return getattr(importlib.import_module(module_name), function)
+    if ":" not in target:
+        raise LinrnnError(f"target: expected module:function or one of {', '.join(BUILTINS)}, found {target!r}")
+    module_name, _, function = target.rpartition(":")
+    if os.getcwd() not in sys.path:            # the working directory, after everything else on the path
+        sys.path.append(os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as err:                   # the user's module may fail in any way while importing
+        raise LinrnnError(f"target {target}: cannot import {module_name!r} "
+                          f"({_why(err)})") from None
+    if not hasattr(module, function):
+        raise LinrnnError(f"target {target}: module {module_name!r} has no attribute {function!r}")
+    build = getattr(module, function)
+    if not callable(build):
+        raise LinrnnError(f"target {target}: expected a function(bundle, config), found {type(build).__name__}")
+    return build
+
+
+class Layer:
+    """One built target: `call(u)` -> (y float64 (B L H), state or None), every output checked."""
+
+    def __init__(self, name: str, build: Callable, cfg: MixerConfig, params: Mapping[str, np.ndarray], dtype: str):
+        self.name = name
+        kwargs = {"dtype": dtype} if _accepts(build, "dtype") else {}
+        bundle = {key: np.array(value) for key, value in params.items()}   # writeable copies
+        try:
+            self.fn = build(bundle, config_to_dict(cfg), **kwargs)
+        except (NotImplementedError, LinrnnError):
+            raise
+        except Exception as err:
+            raise LinrnnError(f"target {name}: building it for {_describe(cfg)} raised "
+                              f"{_why(err)}") from None
+        if not callable(self.fn):
+            raise LinrnnError(f"target {name}: function(bundle, config) returned {type(self.fn).__name__}, "
+                              f"expected a callable u -> y")
+        self.takes_state = _accepts(self.fn, "state")
+        self.output_dtype = None      # the dtype of the last output as the target returned it
+
+    def raw(self, u, state=None):
+        """The target's own output for u (NumPy, tensor or array): y as returned, and its state."""
+        if not self.takes_state:
+            return self.fn(u), None
+        out = self.fn(u, state=state)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise LinrnnError(f"target {self.name}: a callable with a state parameter must return (y, state), "
+                              f"found {type(out).__name__}")
+        return out
+
+    def __call__(self, u: np.ndarray, what: str, state=None) -> tuple[np.ndarray, Any]:
+        try:
+            y, state = self.raw(u.copy(), state)
+        except (NotImplementedError, LinrnnError):
+            raise
+        except Exception as err:
+            raise LinrnnError(f"target {self.name}: {what}: calling it on u of shape {u.shape} raised "
+                              f"{_why(err)}") from None
+        arr = as_array(self.name, what, y)
+        self.output_dtype = arr.dtype
+        return check_output(self.name, what, arr, u.shape), state
+
+
+def as_array(name: str, what: str, y) -> np.ndarray:
+    try:
+        return np.asarray(y)
+    except Exception as err:
+        raise LinrnnError(f"target {name}: {what}: numpy.asarray cannot read its output "
+                          f"({_why(err)})") from None
+
+
+def check_output(name: str, what: str, arr: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """The target's output as a float64 array of `shape`, or a one-line LinrnnError (shape, complex, NaN/Inf)."""
+    if np.iscomplexobj(arr):
+        raise LinrnnError(f"target {name}: {what}: expected a real output, found dtype {arr.dtype}")
+    if arr.dtype.kind not in "fiu":
+        raise LinrnnError(f"target {name}: {what}: expected a numeric output, found dtype {arr.dtype}")
+    if arr.shape != shape:
+        raise LinrnnError(f"target {name}: {what}: expected an output of shape {shape} (B, L, H), found {arr.shape}")
+    bad = int(arr.size - np.count_nonzero(np.isfinite(arr)))
+    if bad:
+        raise LinrnnError(f"target {name}: {what}: expected finite outputs, found {bad} NaN/Inf")
+    return arr.astype(np.float64)
+
+
+def _describe(cfg: MixerConfig) -> str:
+    return f"{cfg.kind}{' bidirectional' if cfg.bidirectional else ''}"
+
+
+# -- the reference and measurements ----------------------------------------------------------
+
+def reference(cfg: MixerConfig, params: Mapping[str, np.ndarray], u: np.ndarray) -> np.ndarray:
+    """The float64 reference from a zero state.     u (B L H) -> y (B L H)"""
+    return apply_mixer(cfg, params, u, "conv" if getattr(cfg, "max_kernel_length", None) else "sequential")[0]
+
+
+def rel_error(ref: np.ndarray, got: np.ndarray, scale: float | None = None) -> float:
+    """max|got - ref| / max(max|ref|, scale): `linrnn.impls.tolerance.compare`'s normwise measure (inf on NaN)."""
+    return compare("conform", ref, got, "forward", "float64", scale=scale).rel
+
+
+def fit_factor(ref: np.ndarray, got: np.ndarray) -> tuple[float, float]:
+    """The least-squares c in got ~ c ref, and the relative error of that fit."""
+    denom = float(np.sum(ref * ref))
+    if denom == 0:
+        return 0.0, np.inf
+    c = float(np.sum(got * ref)) / denom
+    return c, rel_error(c * ref, got, float(np.max(np.abs(ref))))
+
+
+def impulses(length: int, at: int = 0) -> np.ndarray:
+    """One sequence per input channel, a unit impulse on that channel at position `at`.     -> (H L H)"""
+    u = np.zeros((H, length, H))
+    u[np.arange(H), at, np.arange(H)] = 1.0
+    return u
+
+
+def float32_level(dtype: str, rel: float, length: int, radius: float, kind: str = "forward",
+                  output_dtype=None) -> Diagnosis | None:
+    """'computes in float32 only' when a float64 run's error is at the float32 level (within its tolerance)."""
+    tol32 = tolerance(kind, "float32", length, radius).rtol
+    if dtype != "float64" or not (tolerance(kind, "float64", length, radius).rtol < rel <= tol32):
+        return None
+    seen = f"; its output has dtype {output_dtype}" if output_dtype == np.float32 else ""
+    return Diagnosis("float32_only", f"computes in float32 only: a float64 run's error {rel:.2e} is at the "
+                                     f"float32 level (float32 tolerance {tol32:.2e}){seen}")
+
+
+# -- the battery --------------------------------------------------------------------------------
+
+class Battery:
+    """Every check of one target at one model kind and dtype."""
+
+    def __init__(self, name: str, build: Callable, kind: str, dtype: str, lengths: tuple[int, ...], seed: int):
+        self.name, self.build, self.kind, self.dtype = name, build, kind, dtype
+        self.lengths, self.seed = lengths, seed
+        self.rng = np.random.default_rng(seed)
+        self.cfg = make_config(kind)
+        self.params = dict(init(self.cfg, seed).params)
+        self.radius = spectral_radius(self.cfg, self.params)
+        self.layer = Layer(name, build, self.cfg, self.params, dtype)
+        self.failed_outputs: set[int] = set()    # lengths at which the random-input check failed
+
+    def tol(self, length: int, radius: float | None = None, kind: str = "forward") -> float:
+        return tolerance(kind, self.dtype, length, self.radius if radius is None else radius).rtol
+
+    def fit_tol(self, length: int, radius: float) -> float:
+        """How closely a probe's hypothesis must fit: the tolerance, or in a float64 run the float32 one (the
+        finding is then named beside "computes in float32 only")."""
+        return tolerance("forward", "float32" if self.dtype == "float64" else self.dtype, length, radius).rtol
+
+    def check(self, name: str, rel: float, rtol: float, detail: str) -> Check:
+        return Check(name, self.dtype, "pass" if rel <= rtol else "fail", rel, rtol, detail)
+
+    def run(self) -> list[Check]:
+        L = max(self.lengths)
+        checks = [self.impulse(L)]
+        checks += [self.random(length) for length in self.lengths]
+        checks += [self.radii(label, L) for label in ("near 1", "small")]
+        checks += [self.bidirectional(L), self.state(L), self.gradient(L)]
+        return checks
+
+    # -- impulse responses --------------------------------------------------------------------
+
+    def impulse(self, L: int) -> Check:
+        return self.impulse_check("impulse", self.cfg, self.params, self.radius, self.layer, L,
+                                  f"one impulse per input channel, L = {L}, r = {self.radius:.6g}")
+
+    def impulse_check(self, name: str, cfg: MixerConfig, params: Mapping[str, np.ndarray], radius: float,
+                      layer: Layer, L: int, detail: str, u_random: np.ndarray | None = None) -> Check:
+        """The impulse responses at lag 0 (the skip and the first step) and at lags >= 1 (the recurrence), each
+        on its own scale, so that a large skip D u cannot hide the recurrence; and a random input, if given."""
+        u = impulses(L)
+        y, _ = layer(u, name)
+        ref = reference(cfg, params, u)
+        parts = {"lag 0": rel_error(ref[:, :1], y[:, :1])}
+        if L > 1:
+            parts["lags >= 1"] = rel_error(ref[:, 1:], y[:, 1:])
+        if u_random is not None:
+            parts["random input"] = rel_error(reference(cfg, params, u_random), layer(u_random, name)[0])
+        tol = self.tol(L, radius)
+        c = self.check(name, max(parts.values()), tol,
+                       f"{detail}; errors: " + ", ".join(f"{k} {v:.2e}" for k, v in parts.items()))
+        if c.status == "fail":
+            c.diagnoses = self.explain_impulse(cfg, params, radius, u, ref, y, tol, layer.output_dtype)
+        return c
+
+    def explain_impulse(self, cfg: MixerConfig, params: Mapping[str, np.ndarray], radius: float, u: np.ndarray,
+                        ref: np.ndarray, y: np.ndarray, tol: float, output_dtype) -> list[Diagnosis]:
+        """Probes of the impulse responses (H_in L H_out): the lag-0 error (the skip), then fits of the recurrent
+        part (lags >= 1) to the contract's output times a factor and to its imaginary part.
+
+        In a float64 run a fit that leaves an error at the float32 level is accepted too, and the float32
+        rounding is named beside it (a target can both drop a factor and compute in float32)."""
+        found = []
+        L = u.shape[1]
+        lag0 = (y[:, 0, :] - ref[:, 0, :]) / float(np.max(np.abs(ref[:, 0, :])))     # (H_in H_out)
+        off = float(np.max(np.abs(lag0 - np.diag(np.diag(lag0)))))
+        diag = float(np.max(np.abs(np.diag(lag0))))
+        rest = rel_error(ref[:, 1:], y[:, 1:]) if L > 1 else 0.0
+        if max(off, diag) > tol and max(off, diag) > LAG0_DOMINANCE * rest:
+            if off > tol:
+                found.append(Diagnosis("dense_D", f"D is applied as a dense matrix, not elementwise: the impulse "
+                                                  f"responses at lag 0 err off the diagonal by {off:.2e} (tolerance "
+                                                  f"{tol:.2e}), at lags >= 1 by {rest:.2e}"))
+            else:
+                found.append(Diagnosis("skip_D", f"the skip D u is wrong: the impulse responses err at lag 0 on the "
+                                                 f"diagonal by {diag:.2e} (tolerance {tol:.2e}), at lags >= 1 by "
+                                                 f"{rest:.2e}"))
+        if rest <= tol:
+            return found
+        fit_tol = self.fit_tol(L, radius)
+        residual = rest                                                 # what no finding explains
+        factor = factor_diagnosis(ref[:, 1:], y[:, 1:], tol, fit_tol, "its recurrent part", readout(cfg.kind))
+        if factor:
+            found.append(factor[0])
+            residual = factor[1]
+        if cfg.kind in COMPLEX_READOUTS:
+            matrix, pairs, _ = COMPLEX_READOUTS[cfg.kind]
+            imag = reference(cfg, imaginary_readout(params, pairs), u)
+            c, fit = fit_factor(imag[:, 1:], y[:, 1:])
+            if fit <= fit_tol:
+                residual = fit
+                found.append(Diagnosis("imaginary", f"the output is not the real part of {matrix} x: its recurrent "
+                                                    f"part is {c:.6g} x the imaginary part "
+                                                    f"{readout(cfg.kind).replace('Re(', 'Im(')} (fit error {fit:.2e}, "
+                                                    f"tolerance {tol:.2e}; against the real part {rest:.2e})"))
+        level = float32_level(self.dtype, residual, L, radius, output_dtype=output_dtype)
+        return found + ([level] if level else [])
+
+    # -- random inputs, radii -------------------------------------------------------------------
+
+    def random(self, L: int) -> Check:
+        u = self.rng.standard_normal((BATCH, L, H))
+        y, _ = self.layer(u, f"random L={L}")
+        ref = reference(self.cfg, self.params, u)
+        c = self.check(f"random L={L}", rel_error(ref, y), self.tol(L), f"B = {BATCH}, r = {self.radius:.6g}")
+        if c.status == "fail":
+            self.failed_outputs.add(L)
+            level = float32_level(self.dtype, c.rel, L, self.radius, output_dtype=self.layer.output_dtype)
+            c.diagnoses = [level] if level else []
+        return c
+
+    def radii(self, label: str, L: int) -> Check:
+        """The bundle initialised again with decay radii near 1 or small: impulse responses and a random input."""
+        name = f"radius {label}"
+        fields = next((f for f in RADIUS_FIELDS if hasattr(self.cfg, f[0]) and hasattr(self.cfg, f[1])), None)
+        if fields is None:
+            known = ", ".join(f[0] for f in RADIUS_FIELDS)
+            return Check(name, self.dtype, "n/a", detail=f"no decay fields known for a {self.kind} config "
+                                                           f"(expected one of {known})")
+        low_field, high_field, near_one, small = fields
+        low, high = near_one if label == "near 1" else small
+        cfg = make_config(self.kind, **{low_field: low, high_field: high})
+        params = dict(init(cfg, self.seed).params)
+        radius = spectral_radius(cfg, params)
+        try:
+            layer = Layer(self.name, self.build, cfg, params, self.dtype)
+        except NotImplementedError as err:
+            return Check(name, self.dtype, "n/a", detail=f"not supported by the target: {err}")
+        return self.impulse_check(name, cfg, params, radius, layer, L,
+                                  f"{low_field}, {high_field} = {low:g}, {high:g}: r = {radius:.6g}, L = {L}",
+                                  self.rng.standard_normal((BATCH, L, H)))
+
+    # -- bidirectional --------------------------------------------------------------------------
+
+    def bidirectional(self, L: int) -> Check:
+        name = "bidirectional"
+        if not hasattr(self.cfg, "bidirectional"):
+            return Check(name, self.dtype, "n/a", detail=f"a {self.kind} layer has no bidirectional form")
+        cfg = make_config(self.kind, bidirectional=True)
+        params = dict(init(cfg, self.seed).params)
+        try:
+            layer = Layer(self.name, self.build, cfg, params, self.dtype)
+        except NotImplementedError as err:
+            return Check(name, self.dtype, "n/a", detail=f"not supported by the target: {err}")
+        u = self.rng.standard_normal((BATCH, L, H))
+        y, _ = layer(u, name)
+        radius = spectral_radius(cfg, params)
+        tol = self.tol(L, radius)
+        c = self.check(name, rel_error(reference(cfg, params, u), y), tol, f"L = {L}, r = {radius:.6g}")
+        if c.status == "fail":
+            level = float32_level(self.dtype, c.rel, L, radius)
+            c.diagnoses = [level] if level else self.explain_backward(layer, cfg, params, L, tol) if L > 1 else []
+        return c
+
+    def explain_backward(self, layer: Layer, cfg: MixerConfig, params: dict, L: int, tol: float) -> list[Diagnosis]:
+        """The backward part, the target's bidirectional output less its own forward-only layer's, on an impulse
+        in the middle of the sequence: missing, responding after the input (not anti-causal), or off by a factor.
+
+        Errors are relative to the larger of the backward part and the whole output (the difference of two
+        outputs rounds on the outputs' scale); the structural probes accept the float32 level in a float64 run
+        (`fit_tol`), where that rounding is named by the output checks."""
+        forward_cfg = dataclasses.replace(cfg, bidirectional=False)
+        forward_params = {k: v for k, v in params.items() if k in mixer_shapes(forward_cfg)}
+        at = L // 2
+        u = impulses(L, at)
+        whole = reference(cfg, params, u)
+        ref = whole - reference(forward_cfg, forward_params, u)
+        got = layer(u, "bidirectional, impulse at L/2")[0]
+        got = got - Layer(self.name, self.build, forward_cfg, forward_params, self.dtype)(u, "forward-only")[0]
+        scale = max(float(np.max(np.abs(ref))), float(np.max(np.abs(whole))))
+        probe_tol = self.fit_tol(L, spectral_radius(cfg, params))
+        size = float(np.max(np.abs(got))) / scale
+        if size <= probe_tol:
+            return [Diagnosis("backward_missing", f"the backward direction is missing: the bidirectional output "
+                                                  f"equals the forward-only one (difference {size:.2e}, tolerance "
+                                                  f"{tol:.2e}; the reference's backward part "
+                                                  f"{float(np.max(np.abs(ref))) / scale:.2e})")]
+        after = float(np.max(np.abs(got[:, at + 1:]))) / scale
+        if after > probe_tol:
+            return [Diagnosis("backward_not_anticausal", f"the backward direction is not anti-causal: it responds "
+                                                         f"after the input (error {after:.2e} at positions after an "
+                                                         f"impulse, tolerance {tol:.2e})")]
+        err = rel_error(ref, got, scale)
+        if err <= probe_tol:
+            return []          # the backward part conforms: the deviation is the forward part's, named by its checks
+        factor = factor_diagnosis(ref, got, tol, probe_tol, "the backward part", readout(cfg.kind, backward=True))
+        if factor:
+            return [factor[0]]
+        return [Diagnosis("backward_wrong", f"the backward direction is anti-causal but wrong: error {err:.2e} "
+                                            f"(tolerance {tol:.2e})")]
+
+    # -- the state --------------------------------------------------------------------------------
+
+    def state(self, L: int) -> Check:
+        name = "state"
+        if not self.layer.takes_state:
+            return Check(name, self.dtype, "n/a", detail="the callable takes no state=")
+        if L < 2:
+            return Check(name, self.dtype, "n/a", detail="needs a length >= 2 to split")
+        k = L // 2
+        u = self.rng.standard_normal((BATCH, L, H))
+        whole, _ = self.layer(u, "state: one call")
+        first, carried = self.layer(u[:, :k], "state: first call")
+        second, _ = self.layer(u[:, k:], "state: second call", carried)
+        tol = self.tol(L)
+        split = np.concatenate([first, second], axis=1)
+        c = self.check(name, rel_error(whole, split), tol,
+                       f"L = {L} split {k} + {L - k}, B = {BATCH}, against the target's own single call")
+        if c.status == "fail":
+            level = float32_level(self.dtype, c.rel, L, self.radius)
+            zero, _ = self.layer(u[:, k:], "state: second part from zero")
+            c.diagnoses = [level] if level else explain_state(whole[:, k:], second, zero, tol,
+                                                              self.fit_tol(L, self.radius))
+        return c
+
+    # -- gradients --------------------------------------------------------------------------------
+
+    def gradient(self, L: int) -> Check:
+        name = "gradient"
+        u = self.rng.standard_normal((BATCH, L, H))
+        w = self.rng.standard_normal((BATCH, L, H))
+        grad, how = input_gradient(self.layer, u, w)
+        if grad is None:
+            return Check(name, self.dtype, "n/a", detail=f"not differentiable here: {how}")
+        if np.shape(grad) != u.shape:
+            raise LinrnnError(f"target {self.name}: gradient: expected d<w, y>/du of shape {u.shape}, "
+                              f"found {np.shape(grad)}")
+        tol = self.tol(L, kind="gradient")
+        c = self.check(name, rel_error(reference_gradient(self.cfg, self.params, w), grad), tol,
+                       f"input gradient of <w, y> by {how}, L = {L}, against the reference's J^T w")
+        if c.status == "fail":
+            level = float32_level(self.dtype, c.rel, L, self.radius, kind="gradient")
+            if level:
+                c.diagnoses = [level]
+            elif L in self.failed_outputs:
+                c.diagnoses = [Diagnosis("gradient_follows_output", f"the input gradient follows the output's "
+                                                                    f"deviation (the random L={L} check fails)")]
+            else:
+                c.diagnoses = [Diagnosis(
+                    "gradient_not_adjoint", f"the input gradient is not the adjoint of the output: the output "
+                                            f"conforms at L = {L}, its gradient errs by {c.rel:.2e} (tolerance "
+                                            f"{tol:.2e})")]
+        return c
+
+
+def readout(kind: str, backward: bool = False) -> str:
+    """The output term of the contract as docs/models.md writes it: 'Re(C x)', '2 Re(C x)', 'C x' (RotRNN, real);
+    the backward scan's with `backward`: 'Re(C_rev x_bwd)'."""
+    matrix, _, factor = COMPLEX_READOUTS.get(kind, ("C", (), 0))
+    term = f"{matrix}_rev x_bwd" if backward else f"{matrix} x"
+    return f"{'2 ' if factor == 2 else ''}Re({term})" if factor else term
+
+
+def factor_diagnosis(ref: np.ndarray, got: np.ndarray, tol: float, fit_tol: float, what: str,
+                     name: str) -> tuple[Diagnosis, float] | None:
+    """(the finding, the fit's error) when `got` is c x `ref` for some c != 1, within `fit_tol`; else None."""
+    c, fit = fit_factor(ref, got)
+    if fit > fit_tol or abs(c - 1.0) <= fit_tol:
+        return None
+    measured = f"{what} is {c:.6g} x the contract's {name} (fit error {fit:.2e}, tolerance {tol:.2e})"
+    if abs(c - 0.5) <= fit_tol:
+        return Diagnosis("factor_missing", f"the output is missing the factor 2 of conjugate symmetry: {measured}"), fit
+    if abs(c - 2.0) <= 2 * fit_tol:
+        return Diagnosis("factor_doubled", f"the output doubles the factor 2 of conjugate symmetry: {measured}"), fit
+    return Diagnosis("factor", f"the output is off by a constant factor: {measured}"), fit
+
+
+def explain_state(whole: np.ndarray, second: np.ndarray, zero: np.ndarray, tol: float,
+                  probe_tol: float) -> list[Diagnosis]:
+    """The second call against the single call (state carried) and against a zero start, row by row; rows match
+    within `probe_tol` (the float32 level in a float64 run, whose rounding the output checks name)."""
+    if rel_error(whole, zero) <= probe_tol:
+        return []     # the state does not change this output measurably: nothing to tell apart
+    carried = [rel_error(whole[b], second[b]) <= probe_tol for b in range(len(whole))]
+    dropped = [rel_error(zero[b], second[b]) <= probe_tol for b in range(len(whole))]
+    err = rel_error(whole, second)
+    if all(dropped):
+        return [Diagnosis("state_not_carried", f"the state is not carried between calls: the second call equals a "
+                                               f"start from zero (error against the single call {err:.2e}, "
+                                               f"tolerance {tol:.2e})")]
+    if carried[0] and all(dropped[1:]):
+        return [Diagnosis("state_batch0", f"the state is applied to batch element 0 only: rows 1.. of the second "
+                                          f"call start from zero (error {err:.2e}, tolerance {tol:.2e})")]
+    return [Diagnosis("state_wrong", f"the state carried between calls is wrong: the second call errs by {err:.2e} "
+                                     f"against the single call (tolerance {tol:.2e})")]
+
+
+def input_gradient(layer: Layer, u: np.ndarray, w: np.ndarray) -> tuple[np.ndarray | None, str]:
+    """d<w, y>/du through the first framework (already imported by the target) that differentiates the call."""
+    reasons = []
+    for framework, module in GRADIENT_PROBES.items():
+        if framework not in sys.modules:
+            continue
+        probe = importlib.import_module(module).input_gradient
+        try:
+            grad, how = probe(lambda x: layer.raw(x)[0], u, w)
+        except Exception as err:      # a target written for another framework fails on its arrays in its own way
+            grad, how = None, f"{framework}: {_why(err)}"
+        if grad is not None:
+            return grad, how
+        reasons.append(how)
+    return None, "; ".join(reasons) or "the target imported neither torch nor JAX"
+
+
+def reference_gradient(cfg: MixerConfig, params: Mapping[str, np.ndarray], w: np.ndarray) -> np.ndarray:
+    """J^T w for y = J u: J is the reference's response to each unit impulse (exact, the layer is linear in u).
+
+    w (B L H) -> (B L H)"""
+    _, L, _ = w.shape
+    basis = np.eye(L * H).reshape(L * H, L, H)                    # impulse at (position, channel)
+    J = reference(cfg, params, basis).reshape(L * H, L * H)       # row: the input entry; column: the output entry
+    return (w.reshape(len(w), L * H) @ J.T).reshape(w.shape)
+
+
+def imaginary_readout(params: Mapping[str, np.ndarray], pairs: tuple[tuple[str, str], ...]) -> dict:
+    """Parameters whose Re(C' x) is Im(C x): C' = C_im - i C_re for every (real, imaginary) pair present."""
+    out = dict(params)
+    for re, im in pairs:
+        if re in params:
+            out[re], out[im] = params[im], -params[re]
+    return out
+
+
+def make_config(kind: str, bidirectional: bool = False, **fields) -> MixerConfig:
+    """The battery's layer of `kind` (H = 3, N = 4; RotRNN: 2 heads), with some init fields set."""
+    return mixer_config(kind, H, N, heads=HEADS, bidirectional=bidirectional, **fields)
+
+
+def check_lengths(lengths) -> tuple[int, ...]:
+    lengths = tuple(lengths)
+    if not lengths or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in lengths):
+        raise LinrnnError(f"--lengths: expected positive integers, found {' '.join(map(str, lengths)) or 'none'}")
+    return tuple(sorted(set(lengths)))
+
+
+def run(target: str | Callable, kind: str, dtypes: tuple[str, ...] = DTYPES, lengths=DEFAULT_LENGTHS, seed: int = 0,
+        progress: Callable[[str], None] | None = None) -> Result:
+    """Every check of `target` claiming the contract of `kind`.
+
+    target: a built-in name, `module:function`, or the build function itself (as Python code calls it)
+    """
+    if kind not in KINDS:
+        raise LinrnnError(f"--model: expected one of {', '.join(KINDS)}, found {kind!r}")
+    bad = [d for d in dtypes if d not in DTYPES]
+    if bad or not dtypes:
+        raise LinrnnError(f"--dtype: expected {' or '.join(DTYPES)}, found {', '.join(bad) or 'none'}")
+    lengths = check_lengths(lengths)
+    if callable(target):
+        build, target = target, f"{target.__module__}:{target.__qualname__}"
+    else:
+        build = resolve(target)
+    checks = []
+    for dtype in dtypes:
+        if progress:
+            progress(f"{target} {kind} {dtype}")
+        try:
+            checks += Battery(target, build, kind, dtype, lengths, seed).run()
+        except NotImplementedError as err:
+            checks.append(Check("build", dtype, "n/a", detail=f"not supported by the target: {err}"))
+    return Result(target, kind, tuple(dtypes), lengths, seed, checks)
+
+
+def unavailable(name: str) -> str | None:
+    """Why built-in target `name` cannot run here (its framework or package missing), or None."""
+    module_name, _ = BUILTINS[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        return f"target {name}: its framework is not installed ({err})"
+    return module.missing_reason(name) if name in PEERS else None
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("conform", help="check an implementation written elsewhere against the reference "
+                                              "and name every deviation (exit 1 if it deviates)")
+    p.add_argument("target", help=f"module:function (on PYTHONPATH or in the working directory), or one of "
+                                  f"{', '.join(BUILTINS)}")
+    p.add_argument("--model", required=True, choices=KINDS, help="the contract the target claims to implement")
+    p.add_argument("--dtype", default=None, choices=DTYPES, help="check this dtype only (default: both)")
+    p.add_argument("--lengths", type=int, nargs="+", default=list(DEFAULT_LENGTHS),
+                   help=f"input lengths of the random inputs (default {' '.join(map(str, DEFAULT_LENGTHS))}); "
+                        f"the longest is also the impulse, radius, bidirectional, state and gradient length")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bundles and inputs (default 0)")
+    p.add_argument("--json", default=None, help="write every check to this JSON file")
+    p.set_defaults(func=_main)
+
+
+def format_result(result: Result) -> str:
+    lines = [f"linrnn conform {result.target} --model {result.model}: seed {result.seed}, "
+             f"lengths {' '.join(map(str, result.lengths))}"]
+    lines += ["  " + c.line() for c in result.checks]
+    failed = sum(c.status == "fail" for c in result.checks)
+    if result.ok:
+        lines.append(f"conforms: every applicable check within the tolerance table "
+                     f"({sum(c.status == 'n/a' for c in result.checks)} not applicable)")
+    else:
+        lines.append(f"deviates: {failed} of {len(result.checks)} checks exceed the tolerance table")
+        lines += [f"  - {d.words}" for d in result.diagnoses()]
+    return "\n".join(lines)
+
+
+def _main(args: argparse.Namespace) -> int:
+    dtypes = (args.dtype,) if args.dtype else DTYPES
+    progress = (lambda what: print(f"checking {what}", file=sys.stderr)) if sys.stderr.isatty() else None
+    result = run(args.target, args.model, dtypes, args.lengths, args.seed, progress)
+    print(format_result(result))
+    if args.json:
+        try:
+            with open(args.json, "w") as fh:
+                json.dump(result.to_dict(), fh, indent=1)
+        except OSError as err:
+            raise LinrnnError(f"--json: cannot write {args.json}: {err.strerror or err}") from None
+    return 0 if result.ok else 1

@@ -1,0 +1,146 @@
+"""Softmax attention, PyTorch (the DLR code's attention baseline; docs/models.md).
+
+Per head h of d = H / heads features, rotary positions on q and k, a learnable temperature per head:
+
+    s_{h,i,j} = exp(log_temperature_h) <R_i q_{h,i}, R_j k_{h,j}>,   softmax over the allowed j (causal j <= i;
+    `window` w: floor(i/w) - floor(j/w) in {0, 1}, bidirectional {-1, 0, 1}),   y = W_o concat_h(a_h v_h) + b_o
+
+It has no recurrence, so no state, no `step` and no convolution view; its modes (`KIND_MODES`):
+
+* `full`: the (B heads L L) score matrix, masked, and one softmax;
+* `chunked`: the positions cut into blocks of b (the window w for local attention, else `block_size`); the
+  queries of block c meet the keys of block c + o for each block offset o in turn (o = 0 first, then the
+  earlier blocks, then the later ones where bidirectional; local attention: o in {0, -1} or {0, -1, 1}),
+  with a running max and sum per query (online softmax), so no L x L matrix is formed: each step holds
+  (B heads L b) scores. Full attention visits every offset (O(L^2) work, O(L b) memory per step).
+
+The rotary angles i * 10000^(-2m/d) are computed in float64 and rounded once to the layer's dtype.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from linrnn.impls import checks
+from linrnn.impls.config import AttentionConfig
+from linrnn.impls.errors import LinrnnError
+from linrnn.impls.torch.layer import Mixer
+
+ROPE_BASE = 10000.0     # the rotary frequencies' base (the DLR code's theta)
+
+
+def rotary(x: torch.Tensor) -> torch.Tensor:
+    """Pair (2m, 2m+1) of every head at position i turned by the angle i * ROPE_BASE^(-2m/d).
+
+    x (B heads L d) -> (B heads L d)
+    """
+    L, d = x.shape[-2:]
+    freqs = ROPE_BASE ** (-torch.arange(0, d, 2, dtype=torch.float64, device=x.device) / d)   # (d/2)
+    angle = torch.arange(L, dtype=torch.float64, device=x.device)[:, None] * freqs             # (L d/2)
+    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack((cos * even - sin * odd, sin * even + cos * odd), dim=-1).flatten(-2)
+
+
+def allowed(cfg: AttentionConfig, i: torch.Tensor, j: torch.Tensor) -> torch.Tensor:
+    """True where query position i attends to key position j (broadcast shapes)."""
+    mask = torch.ones_like(i - j, dtype=torch.bool) if cfg.bidirectional else j <= i
+    if cfg.window is not None:
+        lag = torch.div(i, cfg.window, rounding_mode="floor") - torch.div(j, cfg.window, rounding_mode="floor")
+        mask = mask & (lag >= (-1 if cfg.bidirectional else 0)) & (lag <= 1)
+    return mask
+
+
+class Attention(Mixer):
+    """Multi-head softmax attention; parameters W_q, b_q, ..., W_o, b_o, log_temperature (bundle keys).
+
+    It takes from `Mixer` the parameters by bundle key, exact loading and the input checks, and has its own
+    `forward` (its modes, no state): there is no recurrence to materialise, scan or step.
+    """
+
+    config_type = AttentionConfig
+    block_size = 64     # `chunked` blocks of full attention (local attention's blocks are its windows)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.W_o.dtype
+
+    def forward(self, u: torch.Tensor, mode: str = "full", state: torch.Tensor | None = None,
+                final_state: bool = True):
+        """The layer on a whole sequence.
+
+        u            (B L H) in the layer's dtype
+        mode         'full' (default) | 'chunked'
+        state        must be None: attention has no recurrent state
+        final_state  ignored (there is no state)
+        -> y (B L H), None
+        """
+        checks.check_mode(mode, "torch", self.config.kind)
+        self.check_input(u)
+        checks.check_stateless(self.config, state is not None)
+        with torch.autocast(u.device.type, enabled=False):       # wholly in the layer's dtype
+            u = u.to(self.dtype)
+            q, k, v = (self.split_heads(F.linear(u, getattr(self, f"W_{n}"), getattr(self, f"b_{n}"))) for n in "qkv")
+            q = rotary(q) * torch.exp(self.log_temperature)[:, None, None]
+            k = rotary(k)
+            o = self.full(q, k, v) if mode == "full" else self.chunked(q, k, v)          # (B heads L d)
+            y = F.linear(o.transpose(1, 2).flatten(2), self.W_o, self.b_o)
+        return y, None
+
+    def step(self, u_t: torch.Tensor, state: torch.Tensor | None = None):
+        """Attention has no streaming step: a LinrnnError."""
+        raise LinrnnError("mode: attention has no streaming step (an output weighs a window of inputs, not a "
+                          "state); use mode full or chunked on the whole sequence")
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B L H) -> (B heads L d), head h holding channels h d ... h d + d - 1."""
+        B, L, H = x.shape
+        return x.view(B, L, self.config.heads, H // self.config.heads).transpose(1, 2)
+
+    def full(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """The masked (B heads L L) scores and one softmax.     q (scaled), k, v (B heads L d) -> (B heads L d)"""
+        pos = torch.arange(q.shape[2], device=q.device)
+        scores = (q @ k.transpose(-1, -2)).masked_fill(~allowed(self.config, pos[:, None], pos[None, :]), -math.inf)
+        return torch.softmax(scores, dim=-1) @ v
+
+    def chunked(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """Online softmax over key blocks (module docstring).     q (scaled), k, v (B heads L d) -> (B heads L d)"""
+        cfg = self.config
+        B, n, L, d = q.shape
+        b = cfg.window or self.block_size
+        nb = -(-L // b)                                                     # blocks, the last one padded
+        pad = (0, 0, 0, nb * b - L)
+        q, k, v = (F.pad(x, pad).view(B, n, nb, b, d) for x in (q, k, v))
+        pos = torch.arange(nb * b, device=q.device).view(nb, b)             # (nb b) query positions
+        if cfg.window is not None:
+            offsets = [0, -1] + ([1] if cfg.bidirectional else [])
+        else:
+            offsets = list(range(0, -nb, -1)) + (list(range(1, nb)) if cfg.bidirectional else [])
+        for o in offsets:
+            k_o, v_o, kpos = (shift_blocks(x, o, fill) for x, fill in ((k, 0), (v, 0), (pos, -1)))
+            ok = allowed(cfg, pos[:, :, None], kpos[:, None, :]) & (kpos >= 0)[:, None, :] & (kpos < L)[:, None, :]
+            s = (q @ k_o.transpose(-1, -2)).masked_fill(~ok, -math.inf)    # (B n nb b b)
+            if o == 0:                                                      # each query sees itself: m is finite
+                m = s.amax(dim=-1, keepdim=True)
+                p = torch.exp(s - m)
+                total, acc = p.sum(dim=-1, keepdim=True), p @ v_o
+            else:
+                m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
+                scale, p = torch.exp(m - m_new), torch.exp(s - m_new)
+                total, acc, m = total * scale + p.sum(dim=-1, keepdim=True), acc * scale + p @ v_o, m_new
+        return (acc / total).view(B, n, nb * b, d)[:, :, :L]
+
+
+def shift_blocks(x: torch.Tensor, offset: int, fill: int) -> torch.Tensor:
+    """Block c of the result is block c + offset of x (blocks on dim -3 for 5-d x, dim 0 for (nb b)); `fill` outside."""
+    dim = 0 if x.ndim == 2 else 2
+    nb = x.shape[dim]
+    if abs(offset) >= nb:
+        return torch.full_like(x, fill)
+    filler = torch.full_like(x.narrow(dim, 0, abs(offset)), fill)
+    if offset <= 0:
+        return torch.cat((filler, x.narrow(dim, 0, nb + offset)), dim=dim)
+    return torch.cat((x.narrow(dim, offset, nb - offset), filler), dim=dim)
