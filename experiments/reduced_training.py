@@ -135,13 +135,13 @@ def ensure_data(root: Path, data: DataSet) -> Path:
     return folder
 
 
-def baseline(run: Run, folder: Path) -> dict:
-    """What a model that learnt nothing scores on test: the train split's most frequent class, always."""
+def baseline(config, folder: Path) -> dict:
+    """What a model that learnt nothing scores on test: the train split's most frequent class, always.
+
+    config: the run's TrainConfig; folder: its data set."""
     from linrnn.tasks import data as datalayer
-    from linrnn.tasks.config import TrainConfig
     from linrnn.tasks.datatasks import IGNORE_INDEX, Tally
 
-    config = TrainConfig(**run.config)
     task = config.data_task
     options = config.loader_options()
     splits = {s: datalayer.load(task.loader, folder, s, **options) for s in ("train", "val", "test")}
@@ -181,7 +181,7 @@ def run_one(run: Run, data_root: Path, runs_root: Path, progress: bool) -> dict:
     record = json.loads(results.read_text())
     best = record["best"]
     metric = config.data_task.monitor
-    base = baseline(run, folder)
+    base = baseline(config, folder)
     examples = base.pop("examples")
     return {"name": run.name, "task": config.task, "model": config.model, "backend": config.backend,
             "scale": run.scale, "examples": examples,

@@ -22,6 +22,7 @@ AREAS = (
     "linrnn.impls.crosscheck",
     "linrnn.impls.conform",
     "linrnn.experiments.gpucheck",
+    "linrnn.experiments.claims",
     "linrnn.reports.cli",
 )
 

@@ -1,7 +1,13 @@
 """`linrnn report`: compute every section, save its JSON, render the page; or re-render saved results.
 
-    linrnn report [--out DIR] [--quick]           compute, save DIR/<section>.json, write DIR/report.html
-    linrnn report --from DIR [DIR ...] [--out D]  render saved results (several machines combine)
+    linrnn report [--out DIR] [--quick] [--recompute]   compute, save DIR/<section>.json, write DIR/report.html
+    linrnn report --from DIR [DIR ...] [--out D]        render saved results (several machines combine)
+
+The sections that train (`STORED_SECTIONS`: the D4 grid and the R8 norm study, minutes each) are not
+retrained by the default report: their stored results, `reports/results/sections/<name>.json` (full
+size, with the date and machine they were made on), are copied into DIR and rendered. `--recompute`
+trains them instead; `--quick` always computes them (at the small sizes); a section without a valid
+stored file is computed. The page says, per section, when and where its numbers were made.
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ import sys
 import time
 import traceback
 
+from pathlib import Path
+
 from tqdm import tqdm
 
 from linrnn.reports.render import render
@@ -18,21 +26,51 @@ from linrnn.reports.results import read_results, write_result
 from linrnn.reports.sections import SECTIONS
 
 DEFAULT_OUT = "linrnn-report"
+STORED_SECTIONS = ("tasks", "norms")                              # training runs: rendered from stored results
+STORED_RESULTS = Path(__file__).resolve().parent / "results" / "sections"   # reports/results/sections/ in a checkout
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("report", help="settle the claims and compare the implementations: an HTML report")
     p.add_argument("--out", default=None, help=f"output directory (default ./{DEFAULT_OUT}; with --from: the first DIR)")
     p.add_argument("--quick", action="store_true", help="smaller sizes, fewer seeds (the page says so)")
+    p.add_argument("--recompute", action="store_true",
+                   help=f"train the sections {', '.join(STORED_SECTIONS)} instead of rendering their stored results")
     p.add_argument("--from", dest="from_dirs", nargs="+", metavar="DIR", default=None,
                    help="render saved results from these directories without recomputing")
     p.set_defaults(func=_report)
 
 
-def compute_all(out: str, quick: bool, sections=SECTIONS) -> list[str]:
-    """Compute and save each section; returns the names of sections that failed (their files are not written)."""
+def stored_result(name: str, directory: Path | None = None) -> Path | None:
+    """The stored full-size results file of a training section, if it is valid (else None, with the reason said)."""
+    directory = STORED_RESULTS if directory is None else directory
+    if not (directory / f"{name}.json").exists():
+        return None
+    loaded = read_results([directory], [name])
+    if not loaded.results:
+        reason = next((why for path, why in loaded.skipped if Path(path).stem == name), "unreadable")
+        print(f"stored results {directory / (name + '.json')} skipped ({reason}); computing", file=sys.stderr)
+        return None
+    record = loaded.results[0]
+    if record["meta"].get("config", {}).get("quick"):
+        print(f"stored results {record['path']} are quick-size; computing", file=sys.stderr)
+        return None
+    return Path(record["path"])
+
+
+def compute_all(out: str, quick: bool, sections=SECTIONS, recompute: bool = False) -> list[str]:
+    """Compute and save each section; returns the names of sections that failed (their files are not written).
+
+    Without `quick` or `recompute`, a section of STORED_SECTIONS with a valid stored file is copied, not computed."""
     failed = []
     for i, section in enumerate(sections, 1):
+        stored = None if quick or recompute or section.NAME not in STORED_SECTIONS else stored_result(section.NAME)
+        if stored is not None:
+            Path(out).mkdir(parents=True, exist_ok=True)
+            (Path(out) / f"{section.NAME}.json").write_bytes(stored.read_bytes())
+            print(f"[{i}/{len(sections)}] {section.TITLE}: the stored results of {stored.name} "
+                  f"(linrnn report --recompute trains them)", file=sys.stderr)
+            continue
         start = time.perf_counter()
         bar = tqdm(total=1, desc=f"[{i}/{len(sections)}] {section.TITLE}", unit="case", leave=True,
                    file=sys.stderr, dynamic_ncols=True)
@@ -71,7 +109,7 @@ def _report(args: argparse.Namespace) -> int:
         return 0
     out = args.out or DEFAULT_OUT
     start = time.perf_counter()
-    failed = compute_all(out, args.quick)
+    failed = compute_all(out, args.quick, recompute=args.recompute)
     path = render(read_results([out], names), SECTIONS, out, quick=args.quick)
     print((path.parent / "ledger.txt").read_text())
     print(f"wrote {path} in {time.perf_counter() - start:.0f} s"

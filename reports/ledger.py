@@ -63,6 +63,7 @@ class Source:
     name: str                                     # the Part's `source`
     shape: Any                                    # what the settle function reads (see `conforms`)
     settle: Callable[[dict], list[Part]]          # the section's `data` -> parts
+    anchor: str = ""                              # where on the page the evidence is (default: the section)
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ class Claim:
     text: str                        # the claim, shortened
     sources: tuple[Source, ...] = ()  # evidence from results
     unrun: Part | None = None        # the claim cannot be settled here: why, and the command that would
+    full_scale: str = ""             # the commands that settle it at the papers' scale (where this machine cannot)
+    published: str = ""              # the published numbers it is about, with their source and status
 
 
 def combine(parts: list[Part]) -> str:
@@ -431,6 +434,226 @@ D9_SPEED = Source("speed", "benchmark (speed)",
                              "us_per_position": None}]}, settle_d9)
 
 
+# -- experiments: D5, D8, R7, D6 at this machine's scale ------------------------------------------
+
+Z_DECIDES = 2.0     # a difference decides a comparison when it exceeds this many standard errors (ours)
+
+EXPERIMENT_SHAPE = {"stored": [{"experiment": str, "quick": bool, "complete": bool, "scale": str, "command": str,
+                                "cells": [{"n": int, "mean": None, "se": None, "sd": None}]}]}
+
+
+def _experiment(name: str, settle: Callable[[dict], list[Part]]) -> Source:
+    """Evidence from the stored record of `linrnn experiment NAME`; none stored: not run here, with the command."""
+    source = f"experiment ({name})"
+
+    def settle_stored(data: dict) -> list[Part]:
+        full = [s for s in data["stored"] if s["experiment"] == name and not s["quick"]]
+        if not full:
+            return [Part(source, "not run here", f"no stored record of this experiment (the report renders "
+                         f"reports/results/experiment-{name}.json)", command=f"linrnn experiment {name} --data DIR")]
+        parts = []
+        for stored in full:
+            found = settle(stored)
+            if not stored["complete"]:
+                found = [Part(p.source, "inconclusive", "the experiment was interrupted before its last run; "
+                              + p.evidence, p.scope) for p in found]
+            parts.extend(Part(source, p.verdict, p.evidence, p.scope or stored["scale"], p.command) for p in found)
+        return parts
+    return Source("experiments", source, EXPERIMENT_SHAPE, settle_stored, anchor=f"experiment-{name}")
+
+
+def _cell(stored: dict, **labels) -> dict | None:
+    return next((c for c in stored["cells"] if all(c.get(k) == v for k, v in labels.items())), None)
+
+
+def _fmt(cell: dict | None) -> str:
+    if cell is None or cell["mean"] is None:
+        return "no finished run"
+    spread = f" ± {cell['sd']:.3f}" if cell["sd"] is not None else ""
+    return f"{cell['mean']:.3f}{spread} (n = {cell['n']})"
+
+
+def _compare(a: dict, b: dict, se_a: float | None, se_b: float | None) -> tuple[float, float | None]:
+    """(mean a - mean b, its z-score; None when neither side has a spread)."""
+    diff = a["mean"] - b["mean"]
+    se = math.sqrt((se_a or 0.0) ** 2 + (se_b or 0.0) ** 2)
+    return diff, (diff / se if se > 0 else None)
+
+
+def _decide(z: float | None, diff: float) -> str:
+    """better / worse / tied (within Z_DECIDES standard errors); "undecided" when there is no spread to judge by."""
+    if z is None:
+        return "undecided"
+    return "better" if z > Z_DECIDES else "worse" if z < -Z_DECIDES else "tied"
+
+
+def settle_d8(stored: dict) -> list[Part]:
+    """D8: per model, the mean over tasks of |mean R^2 pre-norm - mean R^2 post-norm|, with its standard error."""
+    tasks = list(dict.fromkeys(c["task"] for c in stored["cells"]))
+    sensitivity = {}
+    for model in ("dlr", "attention"):
+        gaps, variances = [], []
+        for task in tasks:
+            pre, post = _cell(stored, task=task, model=model, norm="pre"), _cell(stored, task=task, model=model,
+                                                                                 norm="post")
+            if pre is None or post is None or pre["mean"] is None or post["mean"] is None or \
+                    pre["diverged"] or post["diverged"]:
+                return [Part("", "inconclusive", f"{model} on {task}: a norm position has no finished run or a "
+                             "diverged one, so its spread is not measured")]
+            gaps.append(abs(pre["mean"] - post["mean"]))
+            variances.append((pre["se"] or 0.0) ** 2 + (post["se"] or 0.0) ** 2)
+        sensitivity[model] = (sum(gaps) / len(gaps), math.sqrt(sum(variances)) / len(gaps), gaps)
+    (s_dlr, se_dlr, g_dlr), (s_att, se_att, g_att) = sensitivity["dlr"], sensitivity["attention"]
+    se = math.hypot(se_dlr, se_att)
+    z = (s_att - s_dlr) / se if se > 0 else None
+    verdict = ("inconclusive" if z is None or abs(z) <= Z_DECIDES else "reproduced" if z > 0 else "contradicted")
+    text = (f"mean |R^2 pre - R^2 post| over {len(tasks)} tasks: DLR {s_dlr:.4f} ± {se_dlr:.4f}, attention "
+            f"{s_att:.4f} ± {se_att:.4f} (standard errors over seeds); difference "
+            + (f"{z:.1f} standard errors" if z is not None else "without a spread")
+            + f" (decides beyond {Z_DECIDES:g}); per task DLR / attention: "
+            + "; ".join(f"{t} {a:.3f} / {b:.3f}" for t, a, b in zip(tasks, g_dlr, g_att)))
+    return [Part("", verdict, text)]
+
+
+def settle_d5(stored: dict) -> list[Part]:
+    """D5: DLR against local attention on each task (and above the majority baseline)."""
+    verdicts, texts = [], []
+    for task in dict.fromkeys(c["task"] for c in stored["cells"]):
+        dlr, att = _cell(stored, task=task, model="dlr"), _cell(stored, task=task, model="attention")
+        if dlr is None or att is None or dlr["mean"] is None or att["mean"] is None:
+            return [Part("", "inconclusive", f"{task}: DLR or local attention has no finished run")]
+        diff, z = _compare(dlr, att, dlr["se"], att["se"])
+        outcome = _decide(z, diff)
+        verdicts.append(outcome)
+        others = "; ".join(f"{m} {_fmt(_cell(stored, task=task, model=m))}" for m in ("lru", "rotrnn")
+                           if _cell(stored, task=task, model=m))
+        base = dlr.get("baseline")
+        texts.append(f"{task} ({dlr['metric']}): DLR {_fmt(dlr)} vs local attention {_fmt(att)}: DLR {outcome}"
+                     + (f" ({z:+.1f} standard errors)" if z is not None else "")
+                     + (f"; {others}" if others else "") + (f"; majority baseline {base:.3f}" if base is not None
+                                                              else ""))
+    if all(v == "better" for v in verdicts):
+        verdict = "reproduced"
+    elif all(v == "worse" for v in verdicts):
+        verdict = "contradicted"
+    elif "worse" in verdicts:
+        verdict = "contradicted (in part)"
+    else:
+        verdict = "inconclusive"
+    return [Part("", verdict, "; ".join(texts) + f" (a difference decides beyond {Z_DECIDES:g} standard errors "
+                 "over seeds)")]
+
+
+def _accuracy_se(cell: dict) -> float | None:
+    """Binomial standard error of a test accuracy over the test split (one seed has no spread of its own)."""
+    n = cell.get("test_examples")
+    if not n or cell["mean"] is None:
+        return None
+    p = min(max(cell["mean"], 0.0), 1.0)
+    return math.sqrt(max(p * (1 - p), 1.0 / n) / n)
+
+
+def _speech_pair(stored: dict, task: str, model: str, against: str) -> tuple[str, str]:
+    a, b = _cell(stored, task=task, model=model), _cell(stored, task=task, model=against)
+    if a is None or b is None or a["mean"] is None or b["mean"] is None:
+        return "missing", f"{task}: {model} or {against} has no finished run"
+    diff, z = _compare(a, b, _accuracy_se(a), _accuracy_se(b))
+    outcome = _decide(z, diff)
+    params = f"{a['parameters']:,} vs {b['parameters']:,} parameters" if a["parameters"] and b["parameters"] else ""
+    return outcome, (f"{task} test accuracy: {model} {a['mean']:.3f}, {against} {b['mean']:.3f} ({diff:+.3f}, "
+                     + (f"{z:+.1f} binomial standard errors over {a.get('test_examples')} test clips" if z is not None
+                        else "no spread") + (f"; {params}" if params else "") + ")")
+
+
+def settle_r7(stored: dict) -> list[Part]:
+    """R7 at this scale: RotRNN on the SC35 layout at least as accurate as the LRU (tied or better)."""
+    outcome, text = _speech_pair(stored, "sc35", "rotrnn", "lru")
+    verdict = {"better": "reproduced", "tied": "reproduced", "worse": "contradicted"}.get(outcome, "inconclusive")
+    return [Part("", verdict, text + "; synthetic speech, not Speech Commands")]
+
+
+def settle_d6(stored: dict) -> list[Part]:
+    """D6 at this scale: DLR on the SC10 layout as accurate as the best other model (tied or better)."""
+    others = [m for m in ("lru", "rotrnn") if _cell(stored, task="sc10", model=m)]
+    if not others:
+        return [Part("", "inconclusive", "sc10: no other model to compare DLR with")]
+    best = max(others, key=lambda m: _cell(stored, task="sc10", model=m)["mean"] or -1.0)
+    outcome, text = _speech_pair(stored, "sc10", "dlr", best)
+    verdict = {"better": "reproduced", "tied": "reproduced", "worse": "contradicted"}.get(outcome, "inconclusive")
+    return [Part("", verdict, text + "; MFCC features of synthetic speech, not raw Speech Commands audio; "
+                 "the O(1)-per-step decoding is D9's")]
+
+
+def _ranking(stored: dict, task: str) -> tuple[list[tuple[str, dict]], str]:
+    cells = [(c["model"], c) for c in stored["cells"] if c["task"] == task and c["mean"] is not None]
+    cells.sort(key=lambda mc: -mc[1]["mean"])
+    base = next((c["baseline"] for _, c in cells if c.get("baseline") is not None), None)
+    text = f"{task}: " + " > ".join(f"{m} {_fmt(c)}" for m, c in cells) + \
+        (f" (majority baseline {base:.3f})" if base is not None else "")
+    return cells, text
+
+
+def _against(stored: dict, task: str, model: str, others: tuple[str, ...]) -> dict[str, str]:
+    """model vs each other model on task: better / tied / worse (standard errors over seeds) or missing."""
+    mine = _cell(stored, task=task, model=model)
+    out = {}
+    for other in others:
+        theirs = _cell(stored, task=task, model=other)
+        if mine is None or theirs is None or mine["mean"] is None or theirs["mean"] is None:
+            out[other] = "missing"
+            continue
+        diff, z = _compare(mine, theirs, mine["se"], theirs["se"])
+        out[other] = _decide(z, diff)
+    return out
+
+
+def _lra_verdict(outcomes: list[str]) -> str:
+    if "missing" in outcomes or "undecided" in outcomes:
+        return "inconclusive"
+    if all(o in ("better", "tied") for o in outcomes):
+        return "reproduced"
+    return "contradicted" if all(o == "worse" for o in outcomes) else "contradicted (in part)"
+
+
+def settle_r6(stored: dict) -> list[Part]:
+    """R6 at this scale: RotRNN tied with or better than LRU, S4D, S5 on every task (competitive), and on ListOps
+    better than each (best)."""
+    tasks = list(dict.fromkeys(c["task"] for c in stored["cells"]))
+    competitive = {t: _against(stored, t, "rotrnn", ("lru", "s4d", "s5")) for t in tasks}
+    texts = [_ranking(stored, t)[1] for t in tasks]
+    parts = [Part("", _lra_verdict([o for t in tasks for o in competitive[t].values()]),
+                  "competitive (RotRNN tied or better against LRU, S4D, S5): " + "; ".join(
+                      f"{t}: " + ", ".join(f"{k} {v}" for k, v in competitive[t].items()) for t in tasks)
+                  + ". " + "; ".join(texts) + f" (decided beyond {Z_DECIDES:g} standard errors over seeds)")]
+    if "listops" in competitive:
+        best = list(competitive["listops"].values())
+        verdict = "inconclusive" if "missing" in best or "undecided" in best else (
+            "reproduced" if all(o == "better" for o in best) else
+            "contradicted" if any(o == "worse" for o in best) else "inconclusive")
+        parts.append(Part("", verdict, "best on ListOps (RotRNN better than each of LRU, S4D, S5): "
+                          + ", ".join(f"{k} {v}" for k, v in competitive["listops"].items())
+                          + "; Text and Retrieval are not run at this scale"))
+    return parts
+
+
+def settle_d1(stored: dict) -> list[Part]:
+    """D1 at this scale: DLR tied with or better than S4D on every task."""
+    tasks = list(dict.fromkeys(c["task"] for c in stored["cells"]))
+    outcomes = {t: _against(stored, t, "dlr", ("s4d",))["s4d"] for t in tasks}
+    return [Part("", _lra_verdict(list(outcomes.values())),
+                 "DLR against S4D: " + ", ".join(f"{t} {o}" for t, o in outcomes.items()) + ". "
+                 + "; ".join(_ranking(stored, t)[1] for t in tasks)
+                 + f" (decided beyond {Z_DECIDES:g} standard errors over seeds)")]
+
+
+R6_EXPERIMENT = _experiment("lra-reduced", settle_r6)
+D1_EXPERIMENT = _experiment("lra-reduced", settle_d1)
+D8_EXPERIMENT = _experiment("norm-position", settle_d8)
+D5_EXPERIMENT = _experiment("subtrees-segmentation", settle_d5)
+R7_EXPERIMENT = _experiment("speech", settle_r7)
+D6_EXPERIMENT = _experiment("speech", settle_d6)
+
+
 # -- claims that cannot be settled here ---------------------------------------------------------
 
 def not_run(need: str, command: str) -> Part:
@@ -456,49 +679,43 @@ CLAIMS: tuple[Claim, ...] = (
           (HEADS, PARAM_COUNTS)),
     Claim("R5", "RotRNN", "an LRU whose eigenvalues come in conjugate pairs is equivalent to a multi-head RotRNN",
           (theory_part("R5"), CONVERTERS)),
-    Claim("R6", "RotRNN", "LRA: competitive with S4, S5, LRU; best on ListOps, Text, Retrieval",
-          unrun=not_run(f"needs the Long Range Arena data ({LRA}) trained at full scale on a GPU, and the S4/S5 "
-                        "baselines to compare with (not in the project yet). The configs of RotRNN and LRU at the "
-                        "published sizes are in tasks/configs/; reduced-scale runs on generated data are in the "
-                        "report's 'Training at reduced scale' section",
-                        full_scale(LRA_TASKS, ("rotrnn", "lru")))),
+    Claim("R6", "RotRNN", "LRA: competitive with S4, S5, LRU; best on ListOps, Text, Retrieval", (R6_EXPERIMENT,),
+          full_scale=full_scale(LRA_TASKS, ("rotrnn", "lru")),
+          published="ListOps / Text / Retrieval / Image / Pathfinder / Path-X: LRU 60.2 / 89.4 / 89.9 / (89.0 colour) / "
+                    "95.1 / 94.2; S4 59.60 / 86.82 / 90.90 / 88.65 / 94.20 / 96.35; S5 62.15 / 89.31 / 91.40 / 88.00 / "
+                    "95.33 / 98.58 (docs/training.md: only LRU's Image cell confirmed); RotRNN's own numbers not "
+                    "retrievable (its reviews: best only on Text, by a small margin)"),
     Claim("R7", "RotRNN", "Speech Commands 35: 95.2%, as a reproduced LRU at similar parameter count",
-          unrun=not_run("needs Speech Commands v0.02 (35 words, 16 kHz recordings) trained at full scale on a GPU; "
-                        "the pipeline runs here only on the espeak-ng synthetic corpus (reduced-scale section)",
-                        full_scale(("sc35",), ("rotrnn", "lru")))),
+          (R7_EXPERIMENT,), full_scale=full_scale(("sc35",), ("rotrnn", "lru")),
+          published="RotRNN 95.2% on SC35 as the claim was recorded (not checked against the paper's table); "
+                    "S4 96.08, S5 96.52 as the S5 paper tabulates them (not confirmed); no LRU figure"),
     Claim("R8", "RotRNN", "hidden-state norm stays almost constant over training, across depth and seeds; "
           "LRU's fluctuates and settles slowly", (R8_NORMS,)),
     Claim("R9", "RotRNN", "LRU does not enforce conjugate pairs, real outputs, or a normalisation that keeps the "
           "state's magnitude coherent", (theory_part("R9"), R9_NORMS)),
-    Claim("D1", "DLR", "without discretisation, DLR matches S4/S4D on LRA (incl. Path-X and ListOps)",
-          unrun=not_run(f"needs the Long Range Arena data ({LRA}) trained at full scale on a GPU, and the S4/S4D "
-                        "baselines to compare with (not in the project yet). DLR's configs are in tasks/configs/",
-                        full_scale(LRA_TASKS, ("dlr",)))),
+    Claim("D1", "DLR", "without discretisation, DLR matches S4/S4D on LRA (incl. Path-X and ListOps)", (D1_EXPERIMENT,),
+          full_scale=full_scale(LRA_TASKS, ("dlr",)),
+          published="DLR's LRA numbers not retrievable; S4D-LegS 60.47 / 86.18 / 89.46 / 88.19 / 93.06 / 91.95 "
+                    "(S4D paper, not confirmed)"),
     Claim("D2", "DLR", "eigenvalues near the unit circle propagate signal over a million steps and more",
           (theory_part("D2"),)),
     Claim("D3", "DLR", "periodic initialisation: a size-N DLR expresses any length-N kernel", (theory_part("D3"),)),
     Claim("D4", "DLR", "synthetic tasks: near-perfect where few kernels suffice (Shift), poor where "
           "context-dependent shifts are needed (ContextShift fails)", (D4_TASKS,)),
     Claim("D5", "DLR", "strong on ListOpsSubTrees and PathfinderSegmentation, better than local attention",
-          unrun=not_run("needs the two data sets at the paper's size (lengths 7,000-8,192 and 128 x 128 images) "
-                        "trained on a GPU, and a local-attention baseline (not in the project yet); the per-token and "
-                        "per-pixel training runs here at reduced scale (reduced-scale section)",
-                        full_scale(("listops-subtrees", "pathfinder-segmentation"), ("dlr", "lru", "rotrnn")))),
-    Claim("D6", "DLR", "Speech Commands 10 (raw): 97.1% with O(L) decoding",
-          unrun=not_run("needs Speech Commands v0.02 (10 words, raw 16 kHz recordings) trained at full scale on a "
-                        "GPU; the pipeline runs here only on the espeak-ng synthetic corpus (reduced-scale section). "
-                        "The O(1)-per-token step mode is checked under D9",
-                        full_scale(("sc10",), ("dlr",)))),
+          (D5_EXPERIMENT,),
+          full_scale=full_scale(("listops-subtrees", "pathfinder-segmentation"), ("dlr", "lru", "rotrnn")),
+          published="DLR's ListOpsSubTrees and PathfinderSegmentation numbers were not retrievable (only the abstract: "
+                    "'does well' at 8K and 65K tokens)"),
+    Claim("D6", "DLR", "Speech Commands 10 (raw): 97.1% with O(L) decoding", (D6_EXPERIMENT,),
+          full_scale=full_scale(("sc10",), ("dlr",)),
+          published="DLR 97.1% on raw SC10 as the claim was recorded (not checked against the paper); S4 98.32 "
+                    "(S4 paper, not confirmed)"),
     Claim("D7", "DLR", "PG-19 language modelling at 1.2B parameters: loss comparable to a Transformer",
           unrun=not_run("out of reach of this project's machines: a 1.2B-parameter model and the PG-19 corpus need "
                         "a multi-GPU cluster for weeks; no command here would settle it, and no number is given", "")),
-    Claim("D8", "DLR", "more robust to the position of layer norm than Transformers",
-          unrun=not_run("needs an attention baseline, which this project does not have, so the comparison the "
-                        "claim makes cannot run; the DLR half (pre- vs post-norm on the synthetic tasks) runs with "
-                        "the command given",
-                        "linrnn tasks grid --tasks all --models dlr --length 256 --steps 1000 --out pre && "
-                        "linrnn tasks grid --tasks all --models dlr --length 256 --steps 1000 --set prenorm=false "
-                        "--out post")),
+    Claim("D8", "DLR", "more robust to the position of layer norm than Transformers", (D8_EXPERIMENT,),
+          published="no number retrievable; the claim is from the paper's text as recorded for this project"),
     Claim("D9", "DLR", "O(L) inference", (D9_SPEED,)),
 )
 
@@ -569,5 +786,7 @@ def build(records: Records) -> list[dict[str, Any]]:
         commands = list(dict.fromkeys(p.command for p in parts if p.verdict == "not run here" and p.command))
         rows.append({"id": claim.id, "paper": claim.paper, "claim": claim.text, "verdict": combine(parts),
                      "evidence": evidence, "scale": "; ".join(scopes), "command": "; ".join(commands),
+                     "full_scale": claim.full_scale, "published": claim.published,
+                     "links": list(dict.fromkeys((s.anchor or s.section) for s in claim.sources)),
                      "parts": [asdict(p) for p in parts]})
     return rows

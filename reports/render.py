@@ -151,4 +151,8 @@ def ledger_text(rows: list[dict]) -> str:
         if r["command"]:
             lines.extend(textwrap.wrap(f"command: {r['command']}", 110, initial_indent="    ",
                                        subsequent_indent="      "))
+        for label, key in (("full scale", "full_scale"), ("published", "published")):
+            if r.get(key):
+                lines.extend(textwrap.wrap(f"{label}: {r[key]}", 110, initial_indent="    ",
+                                           subsequent_indent="      "))
     return "\n".join(lines) + "\n"

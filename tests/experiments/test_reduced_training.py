@@ -16,6 +16,7 @@ import pytest
 
 from linrnn.experiments import reduced_training as rt
 from linrnn.reports.sections import training_reduced
+from linrnn.tasks.config import TrainConfig
 
 TINY = rt.Run(
     "listops-tiny",
@@ -84,7 +85,7 @@ def test_the_baseline_is_the_majority_fraction(tmp_path):
     """Train's majority is 7; test's own majority (4) and val's would give other values."""
     train, test = [7, 4, 7, 2, 7, 1, 4], [4, 2, 4, 9, 4, 1, 7, 0]
     write_listops(tmp_path, {"train": train, "val": [4, 4], "test": test})
-    base = rt.baseline(TINY, tmp_path)
+    base = rt.baseline(TrainConfig(**TINY.config), tmp_path)
     assert base == {"rule": "always class 7 (the most frequent in train)", "metric": "accuracy",
                     "value": test.count(7) / len(test), "examples": {"train": 7, "val": 2, "test": 8}}
 

@@ -9,5 +9,5 @@ from linrnn.reports import cli as report_cli
 def quick_report(tmp_path_factory):
     """The directory of a `linrnn report --quick` run (results JSON + report.html)."""
     out = tmp_path_factory.mktemp("quick-report")
-    assert report_cli._report(type("Args", (), {"from_dirs": None, "out": str(out), "quick": True})()) == 0
+    assert report_cli._report(type("Args", (), {"from_dirs": None, "out": str(out), "quick": True, "recompute": False})()) == 0
     return out

@@ -41,7 +41,7 @@ def test_page_has_no_console_errors_and_every_section_renders(page_path):
     try:
         assert [m for m in messages if m[0] in ("error", "warning", "pageerror")] == []
         assert requests == [], f"the page fetched {requests}"
-        for name in ["ledger", *(s.NAME for s in SECTIONS), "environment"]:
+        for name in ["glance", "ledger", *(s.NAME for s in SECTIONS), "environment"]:
             box = page.locator(f"section#{name}").bounding_box()
             assert box is not None and box["height"] > 50, f"section {name} did not render"
         assert page.locator("section#ledger table tr").count() == 1 + 18       # header + R1-R9, D1-D9

@@ -120,12 +120,18 @@ def test_every_not_run_row_has_a_command_except_d7_which_has_a_reason():
     root = Path(__file__).resolve().parents[2]
     expected = {"R6": 12, "R7": 2, "D1": 6, "D5": 6, "D6": 1}   # (task, model) pairs each full-scale claim needs
     for claim, count in expected.items():                      # exact commands whose config files exist
-        commands = row(rows, claim)["command"].split(" ; ")
+        assert row(rows, claim)["published"], claim
+        commands = row(rows, claim)["full_scale"].split(" ; ")
         assert len(commands) == count, claim
         for command in commands:
             words = command.split()
             assert words[:3] == ["linrnn", "train", "--config"], command
             assert (root / words[3]).is_file(), f"{claim}: {words[3]} is not in the repository"
+
+
+def test_only_the_claims_with_a_full_scale_setting_carry_its_commands():
+    rows = ledger.build({})
+    assert {r["id"] for r in rows if r["full_scale"]} == {"R6", "R7", "D1", "D5", "D6"}
 
 
 def test_a_malformed_record_is_not_run_here_with_the_reason():

@@ -93,3 +93,43 @@ def test_every_section_has_a_template_and_a_compute():
     for section in SECTIONS:
         assert callable(section.compute) and section.NAME and section.TITLE
         env.get_template(section.TEMPLATE)
+
+
+class FakeTasks:
+    """A training section whose compute must not run unless asked to."""
+
+    NAME, TITLE, TEMPLATE = "tasks", "Tasks", "tasks.html.j2"
+    calls = 0
+
+    @classmethod
+    def compute(cls, quick, progress):
+        cls.calls += 1
+        return {"rows": []}, {"fresh": True}
+
+
+def test_the_default_report_copies_a_stored_training_section_and_recompute_trains_it(tmp_path, monkeypatch):
+    stored = tmp_path / "stored"
+    write_result(stored, "tasks", {"rows": ["stored"]}, {"quick": False})
+    monkeypatch.setattr(report_cli, "STORED_RESULTS", stored)
+    FakeTasks.calls = 0
+    assert report_cli.compute_all(str(tmp_path / "a"), quick=False, sections=(FakeTasks,)) == []
+    assert FakeTasks.calls == 0
+    assert (tmp_path / "a" / "tasks.json").read_bytes() == (stored / "tasks.json").read_bytes()
+    assert report_cli.compute_all(str(tmp_path / "b"), quick=False, sections=(FakeTasks,), recompute=True) == []
+    assert report_cli.compute_all(str(tmp_path / "c"), quick=True, sections=(FakeTasks,)) == []
+    assert FakeTasks.calls == 2
+    assert json.loads((tmp_path / "b" / "tasks.json").read_text())["data"] == {"rows": []}
+
+
+@pytest.mark.parametrize("content", ["{", "quick"])
+def test_a_corrupt_or_quick_stored_section_is_computed_instead(tmp_path, monkeypatch, capsys, content):
+    stored = tmp_path / "stored"
+    if content == "quick":
+        write_result(stored, "tasks", {"rows": []}, {"quick": True})
+    else:
+        stored.mkdir()
+        (stored / "tasks.json").write_text(content)
+    monkeypatch.setattr(report_cli, "STORED_RESULTS", stored)
+    FakeTasks.calls = 0
+    assert report_cli.compute_all(str(tmp_path / "out"), quick=False, sections=(FakeTasks,)) == []
+    assert FakeTasks.calls == 1 and "computing" in capsys.readouterr().err

@@ -1,0 +1,235 @@
+"""`linrnn experiment`: the runs of each experiment, its record, its report section and the ledger's verdicts.
+
+- every registered experiment builds valid configs (full and quick) with unique run names;
+- a tiny experiment (a synthetic and a data task, a few steps) writes a record the report section accepts;
+  a second run reuses the finished runs; an interrupted one keeps what finished and says it is incomplete;
+- the ledger settles D8, D5, R7, D6, R6, D1 from planted records: each verdict the numbers call for, never
+  from a quick or an absent record (then: not run here, with the command).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from linrnn.cli import main as cli_main
+from linrnn.experiments import claims
+from linrnn.experiments.reduced_training import DataSet
+from linrnn.reports import ledger
+from linrnn.reports.render import render
+from linrnn.reports.results import read_results, write_result
+from linrnn.reports.sections import experiments as section
+from linrnn.tasks.config import TrainConfig
+from linrnn.tasks.grid import grid_config
+
+TINY_LISTOPS = DataSet("listops-tiny", "listops", dict(n_train=24, n_val=8, n_test=8, workers=1))
+
+
+def tiny_jobs(quick: bool) -> list[claims.Job]:
+    synthetic = [claims.Job({"task": "cumsum", "model": "dlr", "norm": norm, "seed": 0},
+                            grid_config("cumsum", "dlr", "torch", 8, 3, 0, n_layers=1, d_model=8,
+                                        prenorm=norm == "pre", d_state=8, eval_batches=1).to_dict())
+                 for norm in ("pre", "post")]
+    data = claims.Job({"task": "listops", "model": "lru", "norm": "pre", "seed": 0},
+                      dict(task="listops", model="lru", d_model=8, d_state=4, n_layers=1, batch_size=8, steps=3,
+                           eval_every=None, eval_batches=None, checkpoint_every=None, backend="torch"), TINY_LISTOPS)
+    return synthetic + [data]
+
+
+TINY = claims.Experiment("norm-position", ("D8",), "a tiny experiment", "R^2", tiny_jobs,
+                         lambda quick: "toy", factor="norm")
+
+
+@pytest.mark.parametrize("quick", [False, True])
+def test_every_experiment_builds_valid_configs_with_unique_names(quick):
+    for experiment in claims.EXPERIMENTS.values():
+        jobs = experiment.jobs(quick)
+        assert jobs and len({j.name for j in jobs}) == len(jobs)
+        for job in jobs:
+            config = TrainConfig(**job.config)
+            assert config.is_data_task == (job.data is not None), job.name
+            assert {"task", "model"} <= set(job.labels) and job.labels["task"] == config.task
+            assert job.labels["model"] == config.model
+        assert all(c in {c.id for c in ledger.CLAIMS} for c in experiment.claims)
+        assert experiment.scale(quick)
+
+
+def test_a_run_writes_a_record_the_section_accepts_and_a_rerun_reuses_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(claims.EXPERIMENTS, "norm-position", TINY)
+    out = tmp_path / "experiment-norm-position.json"
+    argv = ["experiment", "norm-position", "--data", str(tmp_path / "data"), "--out", str(out), "--quiet"]
+    assert cli_main(argv) == 0
+    record = json.loads(out.read_text())
+    assert section.check_stored(record) is None
+    assert record["complete"] and not record["quick"] and record["claims"] == ["D8"]
+    assert record["command"].startswith("linrnn experiment norm-position --data ")
+    rows = {r["name"]: r for r in record["runs"]}
+    assert set(rows) == {"cumsum-dlr-pre-0", "cumsum-dlr-post-0", "listops-lru-pre-0"}
+    synthetic, data = rows["cumsum-dlr-pre-0"], rows["listops-lru-pre-0"]
+    assert synthetic["metric"] == "r2" and synthetic["steps"] == 3 and synthetic["parameters"] > 0
+    assert data["metric"] == "accuracy" and data["examples"] == {"train": 24, "val": 8, "test": 8}
+    assert 0.0 <= data["baseline"]["value"] <= 1.0 and 0.0 <= data["value"] <= 1.0
+    assert data["value"] in [e["test"]["accuracy"] for e in data["evaluations"]]
+    assert all(r["wall_seconds"] is not None for r in record["runs"])
+
+    assert cli_main(argv) == 0                       # the same configs: nothing is retrained
+    again = json.loads(out.read_text())
+    assert all(r["wall_seconds"] is None for r in again["runs"])
+    assert [r["value"] for r in again["runs"]] == [r["value"] for r in record["runs"]]
+
+
+def test_an_interrupted_experiment_keeps_what_finished(tmp_path, monkeypatch):
+    monkeypatch.setitem(claims.EXPERIMENTS, "norm-position", TINY)
+    real = claims.run_job
+    calls = []
+
+    def second_fails(job, *args, **kwargs):
+        calls.append(job.name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(job, *args, **kwargs)
+
+    monkeypatch.setattr(claims, "run_job", second_fails)
+    out = tmp_path / "record.json"
+    with pytest.raises(KeyboardInterrupt):
+        claims.run(TINY, False, tmp_path / "data", tmp_path / "runs", out, ["norm-position"], progress=False)
+    record = json.loads(out.read_text())
+    assert [r["name"] for r in record["runs"]] == ["cumsum-dlr-pre-0"] and record["complete"] is False
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_an_unknown_experiment_is_one_line_and_status_2(capsys):
+    assert cli_main(["experiment", "nope"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "expected one of norm-position" in err and "'nope'" in err
+
+
+# -- the ledger on planted records --------------------------------------------------------------------
+
+def planted(experiment: str, runs: list[dict], quick: bool = False, complete: bool = True) -> dict:
+    keys = ("task", "model", "norm") if experiment == "norm-position" else ("task", "model")
+    return {"experiment": experiment, "quick": quick, "complete": complete, "scale": "planted",
+            "command": f"linrnn experiment {experiment}", "cells": claims.cells(runs, keys)}
+
+
+def run(task, model, value, seed=0, **extra):
+    return {"task": task, "model": model, "seed": seed, "status": "ok", "value": value, **extra}
+
+
+def d8_runs(dlr_gap: float, attention_gap: float) -> list[dict]:
+    out = []
+    for task in ("cumsum", "reverse"):
+        for model, gap in (("dlr", dlr_gap), ("attention", attention_gap)):
+            for seed, noise in enumerate((-0.002, 0.0, 0.002)):
+                out.append({**run(task, model, 0.9 + noise, seed), "norm": "pre"})
+                out.append({**run(task, model, 0.9 - gap + noise, seed), "norm": "post"})
+    return out
+
+
+def settle(source, stored: list[dict]) -> list[ledger.Part]:
+    return source.settle({"stored": stored})
+
+
+@pytest.mark.parametrize("dlr_gap, attention_gap, verdict", [(0.01, 0.3, "reproduced"), (0.3, 0.01, "contradicted"),
+                                                            (0.1, 0.1, "inconclusive")])
+def test_d8_compares_the_spread_across_norm_positions(dlr_gap, attention_gap, verdict):
+    [part] = settle(ledger.D8_EXPERIMENT, [planted("norm-position", d8_runs(dlr_gap, attention_gap))])
+    assert part.verdict == verdict and "DLR" in part.evidence and part.scope == "planted"
+
+
+def test_a_quick_or_absent_record_settles_nothing_and_an_incomplete_one_is_inconclusive():
+    for stored in ([], [planted("norm-position", d8_runs(0.01, 0.3), quick=True)]):
+        [part] = settle(ledger.D8_EXPERIMENT, stored)
+        assert part.verdict == "not run here" and part.command == "linrnn experiment norm-position --data DIR"
+    [part] = settle(ledger.D8_EXPERIMENT, [planted("norm-position", d8_runs(0.01, 0.3), complete=False)])
+    assert part.verdict == "inconclusive" and "interrupted" in part.evidence
+
+
+def test_a_diverged_run_makes_d8_inconclusive():
+    runs = d8_runs(0.01, 0.3)
+    runs[0] = {**runs[0], "status": "diverged", "value": None}
+    [part] = settle(ledger.D8_EXPERIMENT, [planted("norm-position", runs)])
+    assert part.verdict == "inconclusive" and "diverged" in part.evidence
+
+
+@pytest.mark.parametrize("dlr, attention, verdict", [((0.8, 0.82), (0.5, 0.52), "reproduced"),
+                                                     ((0.5, 0.52), (0.8, 0.82), "contradicted"),
+                                                     ((0.6, 0.7), (0.62, 0.68), "inconclusive")])
+def test_d5_needs_dlr_ahead_of_local_attention_on_both_tasks(dlr, attention, verdict):
+    runs = [run(t, m, v, s) for t in ("listops-subtrees", "pathfinder-segmentation")
+            for m, values in (("dlr", dlr), ("attention", attention)) for s, v in enumerate(values)]
+    [part] = settle(ledger.D5_EXPERIMENT, [planted("subtrees-segmentation", runs)])
+    assert part.verdict == verdict
+
+
+def speech_runs(sc10: dict, sc35: dict, n: int = 400) -> list[dict]:
+    return [run(task, m, v, examples={"train": 10, "val": 2, "test": n}, parameters=1000)
+            for task, values in (("sc10", sc10), ("sc35", sc35)) for m, v in values.items()]
+
+
+@pytest.mark.parametrize("rotrnn, verdict", [(0.80, "reproduced"), (0.95, "reproduced"), (0.60, "contradicted")])
+def test_r7_asks_rotrnn_to_match_the_lru_within_binomial_error(rotrnn, verdict):
+    runs = speech_runs({"rotrnn": 0.9, "lru": 0.9, "dlr": 0.9}, {"rotrnn": rotrnn, "lru": 0.81, "dlr": 0.8})
+    [part] = settle(ledger.R7_EXPERIMENT, [planted("speech", runs)])
+    assert part.verdict == verdict and "synthetic speech" in part.evidence
+
+
+def test_d6_compares_dlr_with_the_best_other_model():
+    runs = speech_runs({"rotrnn": 0.7, "lru": 0.9, "dlr": 0.6}, {"rotrnn": 0.5, "lru": 0.5, "dlr": 0.5})
+    [part] = settle(ledger.D6_EXPERIMENT, [planted("speech", runs)])
+    assert part.verdict == "contradicted" and "lru 0.900" in part.evidence
+
+
+def test_r6_and_d1_rank_the_models_per_task():
+    values = {"rotrnn": 0.70, "lru": 0.50, "s4d": 0.50, "s5": 0.50, "dlr": 0.40}
+    runs = [run(t, m, v + 0.01 * s, s) for t in ("listops", "pathfinder") for m, v in values.items() for s in (0, 1)]
+    competitive, best = settle(ledger.R6_EXPERIMENT, [planted("lra-reduced", runs)])
+    assert competitive.verdict == "reproduced" and best.verdict == "reproduced"
+    assert "listops: rotrnn 0.705" in competitive.evidence
+    [d1] = settle(ledger.D1_EXPERIMENT, [planted("lra-reduced", runs)])
+    assert d1.verdict == "contradicted"
+
+
+def test_the_section_renders_a_stored_record_and_lists_the_missing_ones(tmp_path, monkeypatch):
+    stored = tmp_path / "stored"
+    stored.mkdir()
+    runs = [{**r, "name": f"r{i}", "config": {}, "metric": "r2", "steps": 10, "seconds_per_step": 0.1,
+             "parameters": 100, "error": None} for i, r in enumerate(d8_runs(0.01, 0.3))]
+    record = {"schema_version": claims.SCHEMA, "experiment": "norm-position", "claims": ["D8"], "title": "Pre <b>",
+              "question": "q", "scale": "s", "factor": "norm", "note": "", "quick": False, "complete": True,
+              "command": "linrnn experiment norm-position", "date": "2026-12-01T00:00:00+00:00",
+              "machine": {"label": "box", "platform": "p", "cpus": 2}, "libraries": {"torch": "2.13.0"},
+              "seconds": 12.0, "runs": runs}
+    (stored / "experiment-norm-position.json").write_text(json.dumps(record))
+    (stored / "experiment-broken.json").write_text("{")
+    monkeypatch.setattr(section, "STORED_DIR", stored)
+    data, config = section.compute(False, lambda *a: None)
+    assert [s["experiment"] for s in data["stored"]] == ["norm-position"]
+    assert data["stored_skipped"][0][0] == "experiment-broken.json"
+    assert {m["experiment"] for m in data["missing"]} == set(claims.EXPERIMENTS) - {"norm-position"}
+    write_result(tmp_path / "out", section.NAME, data, {**config, "quick": False})
+    page = render(read_results([tmp_path / "out"], [section.NAME]), (section,), tmp_path / "page").read_text()
+    html = page[page.index('<section id="experiments"'):]
+    assert "Pre &lt;b&gt;" in html and "D8 [<strong>reproduced</strong>]" in html
+    assert "linrnn experiment speech --data DIR" in html and "experiment-broken.json" in html
+    glance = page[page.index('<section id="glance"'):page.index('<section id="ledger"')]
+    assert 'href="#experiment-norm-position"' in glance
+
+
+def test_a_record_with_a_missing_label_is_skipped_with_the_reason():
+    record = {"schema_version": claims.SCHEMA, "experiment": "norm-position", "claims": ["D8"], "title": "t",
+              "question": "q", "scale": "s", "factor": "norm", "note": "", "quick": False, "complete": True,
+              "command": "c", "date": "d", "machine": {}, "libraries": {}, "seconds": 1.0,
+              "runs": [{"name": "a", "status": "ok", "config": {}, "task": "cumsum", "model": "dlr", "value": 0.5}]}
+    assert section.check_stored(record) == "record.runs[0]: missing the label(s) norm"
+    assert "expected a number" in section.check_stored(
+        {**record, "runs": [{**record["runs"][0], "norm": "pre", "value": "high"}]})
+
+
+def test_no_name_is_one_line_and_status_2_and_list_names_every_experiment(capsys):
+    assert cli_main(["experiment"]) == 2
+    assert "NAME: expected one of norm-position" in capsys.readouterr().err
+    assert cli_main(["experiment", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in claims.EXPERIMENTS)
