@@ -562,7 +562,9 @@ def _speech_pair(stored: dict, task: str, model: str, against: str) -> tuple[str
     params = f"{a['parameters']:,} vs {b['parameters']:,} parameters" if a["parameters"] and b["parameters"] else ""
     return outcome, (f"{task} test accuracy: {model} {a['mean']:.3f}, {against} {b['mean']:.3f} ({diff:+.3f}, "
                      + (f"{z:+.1f} binomial standard errors over {a.get('test_examples')} test clips" if z is not None
-                        else "no spread") + (f"; {params}" if params else "") + ")")
+                        else "no spread") + (f"; {params}" if params else "") + ")"
+                     + ("; one training seed each, so the seed-to-seed spread is not in this error"
+                        if a["n"] < 2 or b["n"] < 2 else ""))
 
 
 def settle_r7(stored: dict) -> list[Part]:
