@@ -34,9 +34,9 @@ from pathlib import Path
 
 from linrnn.experiments.reduced_training import DataSet, baseline, ensure_data
 from linrnn.impls.errors import LinrnnError
+from linrnn.reports.results import STORED_DIR   # reports/results/ in a checkout
 
 SCHEMA = 1
-STORED_DIR = Path(__file__).resolve().parents[1] / "reports" / "results"   # reports/results/ in a checkout
 CURVE_POINTS = 100
 
 

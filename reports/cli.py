@@ -22,12 +22,12 @@ from pathlib import Path
 from tqdm import tqdm
 
 from linrnn.reports.render import render
-from linrnn.reports.results import read_results, write_result
+from linrnn.reports.results import STORED_DIR, read_results, write_result
 from linrnn.reports.sections import SECTIONS
 
 DEFAULT_OUT = "linrnn-report"
 STORED_SECTIONS = ("tasks", "norms")                              # training runs: rendered from stored results
-STORED_RESULTS = Path(__file__).resolve().parent / "results" / "sections"   # reports/results/sections/ in a checkout
+STORED_RESULTS = STORED_DIR / "sections"                          # reports/results/sections/ in a checkout
 
 
 def register(subparsers) -> None:

@@ -24,6 +24,8 @@ from linrnn.impls.errors import LinrnnError
 from linrnn.impls.provenance import code_version, library_versions, machine
 
 RESULTS_SCHEMA_VERSION = 1
+# the stored results a checkout carries (experiment records, sweeps, training sections): reports/results/
+STORED_DIR = Path(__file__).resolve().parent / "results"
 
 
 def meta(config: dict[str, Any], device: str = "cpu") -> dict[str, Any]:

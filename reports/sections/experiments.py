@@ -22,6 +22,7 @@ from pathlib import Path
 
 from linrnn.experiments import claims as experiments
 from linrnn.reports.results import read_stored
+from linrnn.reports.sections.training_reduced import _is_number
 
 NAME = "experiments"
 TITLE = "Experiments: the empirical claims at this machine's scale"
@@ -67,10 +68,6 @@ def check_stored(record) -> str | None:
         if run["status"] == "ok" and not _is_number(run.get("value")):
             return f"record.runs[{i}].value: expected a number for a finished run"
     return None
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def load_stored(directory: Path) -> tuple[list[dict], list[list[str]]]:

@@ -27,14 +27,13 @@ from pathlib import Path
 
 from linrnn.experiments.reduced_training import SCHEMA
 from linrnn.reports import plots
-from linrnn.reports.results import read_stored
+from linrnn.reports.results import STORED_DIR, read_stored
 from linrnn.tasks.grid import thin
 
 NAME = "training_reduced"
 TITLE = "Training at reduced scale: the papers' data tasks on this machine"
 TEMPLATE = "training_reduced.html.j2"
 
-STORED_DIR = Path(__file__).resolve().parents[1] / "results"     # reports/results/ in a checkout
 STORED_GLOB = "training_reduced*.json"
 COMMAND = ("python -m linrnn.experiments.reduced_training --data DIR "
            "--out reports/results/training_reduced_cpu.json")

@@ -26,13 +26,12 @@ from pathlib import Path
 
 from linrnn.experiments.training_speed import DIRECTIONS, check_stored, derive, scaling, sweep, targets
 from linrnn.reports import plots
-from linrnn.reports.results import read_stored
+from linrnn.reports.results import STORED_DIR, read_stored
 
 NAME = "training_speed"
 TITLE = "Training speed and memory: forward and forward+backward against L, beside the peers"
 TEMPLATE = "training_speed.html.j2"
 
-STORED_DIR = Path(__file__).resolve().parents[1] / "results"     # reports/results/ in a checkout
 STORED_GLOB = "training_speed*.json"
 COMMAND = "python -m linrnn.experiments.training_speed --out reports/results/training_speed_<machine>.json"
 LIVE = {  # the live sweep: PyTorch only, no peers, no memory probes; a call over 2 s stops its longer lengths
