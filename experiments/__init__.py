@@ -9,3 +9,9 @@
 
 No verdicts and no drawing here: `linrnn.reports` settles the claims and draws the figures.
 """
+
+from pathlib import Path
+
+# where a checkout keeps its stored results (experiment records, sweeps, training sections), written
+# here and read by `linrnn.reports` (which re-exports it as `linrnn.reports.results.STORED_DIR`)
+STORED_DIR = Path(__file__).resolve().parents[1] / "reports" / "results"

@@ -32,9 +32,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from linrnn.experiments import STORED_DIR   # reports/results/ in a checkout
 from linrnn.experiments.reduced_training import DataSet, baseline, ensure_data
 from linrnn.impls.errors import LinrnnError
-from linrnn.reports.results import STORED_DIR   # reports/results/ in a checkout
 
 SCHEMA = 1
 CURVE_POINTS = 100

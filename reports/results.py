@@ -20,12 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from linrnn.experiments import STORED_DIR   # noqa: F401  (re-exported: reports/results/ in a checkout)
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.provenance import code_version, library_versions, machine
 
 RESULTS_SCHEMA_VERSION = 1
-# the stored results a checkout carries (experiment records, sweeps, training sections): reports/results/
-STORED_DIR = Path(__file__).resolve().parent / "results"
 
 
 def meta(config: dict[str, Any], device: str = "cpu") -> dict[str, Any]:
