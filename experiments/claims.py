@@ -33,7 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from linrnn.experiments import STORED_DIR   # reports/results/ in a checkout
-from linrnn.experiments.reduced_training import DataSet, baseline, ensure_data
+# the data sets of the reduced-scale training runs: one definition, so one folder under --data holds one data set
+from linrnn.experiments.reduced_training import (LISTOPS, PATHFINDER, SEGMENTATION, SPEECH, SUBTREES, DataSet,
+                                                 baseline, ensure_data)
 from linrnn.impls.errors import LinrnnError
 
 SCHEMA = 1
@@ -62,6 +64,8 @@ class Experiment:
     factor: str = "model"                      # the label the experiment varies besides task and seed
     note: str = ""                             # what the reader must know (e.g. synthetic speech)
     extra: dict = field(default_factory=dict)
+    # (job, data_root, runs_root, progress) -> the job's rows; None: one training run of `linrnn.tasks.train`
+    run_job: Callable[[Job, Path, Path, bool], list[dict]] | None = None
 
 
 # -- D8: pre- vs post-norm, DLR against a Transformer of matched size ---------------------------------
@@ -93,11 +97,118 @@ def d8_scale(quick: bool) -> str:
             "attention (4 heads) in the same blocks, LayerNorm before the mixer (pre) or after the residual (post)")
 
 
+# -- D4: the DLR paper's 13 tasks, DLR against LRU and RotRNN, the tasks grouped by what they need --------
+
+# This project's reading of the generators (docs/experiments.md), not the paper's tables: "few" tasks are
+# translation-invariant linear maps (a handful of convolution kernels solves them), "many" tasks are fixed
+# linear maps that are not translation-invariant (one kernel per output position), "context" tasks need the
+# input to choose the map. Tasks 12 and 13 (ListOpsSubTrees, PathfinderSegmentation) are data sets: the
+# subtrees-segmentation experiment trains them.
+D4_GROUPS = {"shift": "few", "cumsum": "few",
+             "reverse": "many", "masked_select_fixed": "many", "solve_fixed": "many",
+             "context_shift": "context", "masked_select": "context", "solve": "context", "sort": "context",
+             "cummax": "context", "mips": "context"}
+D4_GROUP_ORDER = ("few", "many", "context")
+D4_MODELS = ("dlr", "lru", "rotrnn")
+D4_BOTH_FRAMEWORKS = ("shift", "context_shift")
+D4_LAYERS = 6                  # the DLR paper's deep setting for the atomic tasks (6 layers at L = 512 and 4096)
+
+
+def d4_jobs(quick: bool) -> list[Job]:
+    from linrnn.tasks.grid import grid_config
+
+    tasks = ("shift", "context_shift") if quick else tuple(D4_GROUPS)
+    length, steps, layers = (16, 30, 2) if quick else (64, 500, D4_LAYERS)
+    # Shift and ContextShift first, in both frameworks: the claim's own pair comes before the rest of the table
+    order = sorted(tasks, key=lambda t: t not in D4_BOTH_FRAMEWORKS)
+    jobs = []
+    for task in order:
+        for backend in (("torch", "jax") if task in D4_BOTH_FRAMEWORKS else ("torch",)):
+            for model in D4_MODELS:
+                config = grid_config(task, model, backend, length, steps, 0, n_layers=layers, lr=5e-3)
+                jobs.append(Job({"task": task, "model": model, "backend": backend, "group": D4_GROUPS[task]},
+                                config.to_dict()))
+    return jobs
+
+
+def d4_scale(quick: bool) -> str:
+    if quick:
+        return "toy: Shift and ContextShift at L = 16, 30 steps, 2 layers"
+    return (f"the 11 synthetic tasks at L = 64 (paper: 512 and 4096), {D4_LAYERS} pre-norm residual blocks of H = 32 "
+            "(the paper's deep setting), 500 steps of batch 16 at peak learning rate 5e-3 with warm-up and cosine "
+            "decay, one seed; DLR with its synthetic initialisation (N = 64), LRU (64 modes) and RotRNN (8 heads "
+            "of 16); PyTorch for every task, JAX as well for Shift and ContextShift; tasks 12 and 13 "
+            "(ListOpsSubTrees, PathfinderSegmentation) are the subtrees-segmentation experiment's")
+
+
+# -- R8 on ListOps: the hidden-state norm study where the paper measured it ------------------------------
+
+def r8_setup(quick: bool) -> dict:
+    """The norm study's setting (`linrnn.experiments.normstudy.SETUP`: model sizes, ring, optimiser) on ListOps."""
+    from linrnn.experiments.normstudy import SETUP
+
+    setup = {**SETUP, "task": "listops", "steps": 300, "measure_every": 20, "n_layers": 3,
+             "train": {"eval_every": None, "checkpoint_every": None}}
+    setup.pop("length")
+    return {**setup, "steps": 10, "measure_every": 5, "n_layers": 2, "seeds": [0], "batch_size": 4,
+            "eval_batch_size": 4} if quick else setup
+
+
+def r8_jobs(quick: bool) -> list[Job]:
+    from linrnn.experiments.normstudy import MODELS, train_config
+
+    setup = r8_setup(quick)
+    data = LISTOPS_QUICK if quick else LISTOPS
+    return [Job({"task": "listops", "model": model, "seed": seed}, train_config(model, seed, setup).to_dict(), data)
+            for seed in setup["seeds"] for model in MODELS]
+
+
+def r8_run(job: Job, data_root: Path, runs_root: Path, progress: bool) -> list[dict]:
+    """One norm-study run (`normstudy.run`), kept as runs_root/NAME/norms.json for reuse; one row per layer, its
+    value the coefficient of variation of the layer's mean state norm over training."""
+    from linrnn.experiments.normstudy import coefficient_of_variation, run as norm_run, settle_step
+    from linrnn.tasks.config import TrainConfig
+
+    config = TrainConfig(**job.config)
+    quick = job.data is LISTOPS_QUICK
+    setup = r8_setup(quick)
+    folder = ensure_data(data_root, job.data)
+    kept = runs_root / job.name / "norms.json"
+    record = json.loads(kept.read_text()) if kept.exists() else None
+    tic = time.perf_counter()
+    if record is None or TrainConfig.from_dict(record["config"]) != config:
+        record = norm_run(job.labels["model"], job.labels["seed"], setup, folder)
+        record["config"] = config.to_dict()
+        record["losses"] = _thin(record["losses"])
+        write(kept, record)
+    wall = round(time.perf_counter() - tic, 1)
+    rows = []
+    for layer, curve in enumerate(record["norm"]):
+        rows.append({"name": f"{job.name}-layer{layer}", **job.labels, "layer": layer, "config": record["config"],
+                     "data": {"generator": job.data.generator, "options": job.data.options}, "status": "ok",
+                     "error": None, "metric": "norm_cv", "value": coefficient_of_variation(curve),
+                     "steps": config.steps, "seconds_per_step": None, "wall_seconds": wall if layer == 0 else None,
+                     "measured_steps": record["measured_steps"], "norm": curve,
+                     "input_norm": record["input_norm"][layer], "alignment": record["alignment"][layer],
+                     "settle_step": settle_step(record["measured_steps"], curve),
+                     "final": record["final"], "train_loss": record["losses"]})
+    return rows
+
+
+def r8_scale(quick: bool) -> str:
+    if quick:
+        return "toy: 32 ListOps expressions, 10 steps, 2 blocks, one seed"
+    s = r8_setup(False)
+    return (f"5,000 generated ListOps expressions at the real lengths, {s['steps']} steps of batch {s['batch_size']} "
+            f"(about one epoch), {s['n_layers']} pre-norm blocks of H = {s['d_model']}; RotRNN {s['heads']} heads of "
+            f"{s['rotrnn_d_state']} and LRU {s['lru_d_state']} modes, ring [{s['ring'][0]}, {s['ring'][1]}], "
+            f"peak learning rate {s['lr']}; the state norm measured every {s['measure_every']} steps on "
+            f"{s['eval_batch_size']} fixed validation expressions (true lengths only), float64 reference; seeds "
+            + ", ".join(map(str, s["seeds"])))
+
+
 # -- D5: ListOpsSubTrees and PathfinderSegmentation, DLR against local attention, LRU and RotRNN ------
 
-SUBTREES = DataSet("subtrees", "listops-subtrees", dict(n_train=400, n_val=50, n_test=50))
-SEGMENTATION = DataSet("segmentation32", "pathfinder-segmentation",
-                       dict(resolution=32, n_train=2000, n_val=200, n_test=200))
 SUBTREES_QUICK = DataSet("subtrees-quick", "listops-subtrees", dict(n_train=8, n_val=4, n_test=4))
 SEGMENTATION_QUICK = DataSet("segmentation32-quick", "pathfinder-segmentation",
                              dict(resolution=32, n_train=16, n_val=8, n_test=8))
@@ -152,7 +263,6 @@ def d5_scale(quick: bool) -> str:
 
 # -- R7 / D6: the Speech Commands pipeline on the espeak-ng corpus --------------------------------------
 
-SPEECH = DataSet("speech", "speech", dict(n_train=60, n_val=10, n_test=10))   # per word and split
 SPEECH_QUICK = DataSet("speech-quick", "speech", dict(n_train=2, n_val=1, n_test=1))
 SPEECH_MODELS = ("rotrnn", "lru", "dlr")
 
@@ -181,8 +291,6 @@ def speech_scale(quick: bool) -> str:
 
 # -- R6 / D1: ListOps and Pathfinder-32, the papers' models and the baselines on one budget --------------
 
-LISTOPS = DataSet("listops", "listops", dict(n_train=5000, n_val=500, n_test=500))
-PATHFINDER = DataSet("pathfinder32", "pathfinder", dict(resolution=32, n_train=16000, n_val=2000, n_test=2000))
 LISTOPS_QUICK = DataSet("listops-quick", "listops", dict(n_train=32, n_val=8, n_test=8))
 PATHFINDER_QUICK = DataSet("pathfinder32-quick", "pathfinder", dict(resolution=32, n_train=32, n_val=8, n_test=8))
 LRA_MODELS = ("rotrnn", "lru", "dlr", "s4d", "s5")
@@ -202,26 +310,40 @@ def lra_jobs(quick: bool) -> list[Job]:
     listops, pathfinder = (LISTOPS_QUICK, PATHFINDER_QUICK) if quick else (LISTOPS, PATHFINDER)
     common = dict(d_model=64, n_layers=2, weight_decay=0.05, eval_every=None, eval_batches=None,
                   checkpoint_every=100, workers=1, backend="torch", lr=3e-3, recurrence_lr=1e-3, warmup_steps=50)
-    tasks = {"listops": (listops, dict(task="listops", norm="layer", batch_size=16, epochs=1 if quick else 2)),
+    # the budget fits one CPU core for about 90 minutes: one pass over the ListOps training split, and 250 steps
+    # (8,000 of the 16,000 training images) of Pathfinder-32; S4D's convolution costs 4-5 times the others' step
+    tasks = {"listops": (listops, dict(task="listops", norm="layer", batch_size=16, epochs=1, steps=None)),
              "pathfinder": (pathfinder, dict(task="pathfinder", norm="batch", bidirectional=True, batch_size=32,
-                                             epochs=1))}
+                                             epochs=1 if quick else None, steps=None if quick else 250))}
+    # seed-major: an interrupted record holds whole seeds of every model
     return [Job({"task": task, "model": model, "seed": seed}, {**common, **fields, **lra_mixer(model), "model": model,
                                                                 "seed": seed}, data)
-            for task, (data, fields) in tasks.items() for model in LRA_MODELS for seed in seeds]
+            for seed in seeds for task, (data, fields) in tasks.items() for model in LRA_MODELS]
 
 
 def lra_scale(quick: bool) -> str:
     if quick:
         return "toy: 32 ListOps expressions and 32 Pathfinder-32 images, one epoch"
-    return ("5,000 / 500 / 500 generated ListOps expressions at the real lengths (2 epochs of batch 16) and 20,000 "
-            "generated Pathfinder-32 images at LRA's difficulty (1 epoch of batch 32, bidirectional, BatchNorm); every "
-            "model 2 blocks of H = 64 with 64 complex modes per layer, AdamW 3e-3 (recurrence 1e-3), 2 seeds")
+    return ("5,000 / 500 / 500 generated ListOps expressions at the real lengths (one epoch of batch 16: 313 steps) "
+            "and 20,000 generated Pathfinder-32 images at LRA's difficulty (250 steps of batch 32: half an epoch of the "
+            "16,000 training images; bidirectional, BatchNorm); every model 2 blocks of H = 64 with 64 complex modes "
+            "per layer, AdamW 3e-3 (recurrence 1e-3), 2 seeds: a small fraction of LRA's training budget")
 
 
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     Experiment("norm-position", ("D8",), "Pre- vs post-norm: DLR and a Transformer of matched size",
                "how much the final R^2 moves when LayerNorm moves from before the mixer to after the residual",
                d8_jobs, d8_scale, factor="norm"),
+    Experiment("synthetic-tasks", ("D4",), "The 13 tasks: DLR, LRU and RotRNN, tasks grouped by the kernels "
+               "they need", "validation R^2 at the end of training, per task, and its mean per group of tasks",
+               d4_jobs, d4_scale, factor="backend",
+               note="groups: few kernels (Shift, CumSum), many kernels (Reverse, MaskedSelectFixed, SolveFixed), "
+                    "context-dependent (ContextShift, MaskedSelect, Solve, Sort, CumMax, MIPS); this project's "
+                    "reading of the generators"),
+    Experiment("norms-listops", ("R8",), "Hidden-state norms on ListOps: RotRNN vs LRU, per layer, over training",
+               "the coefficient of variation over training of each layer's mean state norm (lower: flatter)",
+               r8_jobs, r8_scale, factor="layer", run_job=r8_run,
+               note="the norm study of the report's norms section (CumSum) on the task of the paper's figure"),
     Experiment("subtrees-segmentation", ("D5",), "ListOpsSubTrees and PathfinderSegmentation: DLR, local "
                "attention, LRU, RotRNN", "per-token accuracy and per-pixel macro F1 on test at the best validation",
                d5_jobs, d5_scale),
@@ -247,6 +369,10 @@ def parameter_count(run_dir: Path) -> int:
 
     bundle = ckpt_io.load(run_dir / "checkpoint.npz").bundle
     return int(sum(int(v.size) for v in bundle.params.values()))
+
+
+def _one_run(job: Job, data_root: Path, runs_root: Path, progress: bool) -> list[dict]:
+    return [run_job(job, data_root, runs_root, progress)]
 
 
 def run_job(job: Job, data_root: Path, runs_root: Path, progress: bool) -> dict:
@@ -296,13 +422,13 @@ def run(experiment: Experiment, quick: bool, data_root: Path, runs_root: Path, o
     names = [j.name for j in jobs]
     if len(set(names)) != len(names):
         raise LinrnnError(f"experiment {experiment.name}: two runs share a name")
-    rows: dict[str, dict] = {}
+    rows: dict[str, list[dict]] = {}
     start = time.perf_counter()
     record = {}
     for i, job in enumerate(jobs, 1):
-        rows[job.name] = run_job(job, data_root, runs_root / experiment.name, progress)
-        row = rows[job.name]
-        value = "diverged" if row["value"] is None else f"{row['metric']} {row['value']:.4f}"
+        rows[job.name] = (experiment.run_job or _one_run)(job, data_root, runs_root / experiment.name, progress)
+        value = ", ".join("diverged" if row["value"] is None else f"{row['metric']} {row['value']:.4f}"
+                          for row in rows[job.name])
         print(f"[{i}/{len(jobs)}] {job.name}: {value}", flush=True)
         record = {"schema_version": SCHEMA, "experiment": experiment.name, "claims": list(experiment.claims),
                   "title": experiment.title, "question": experiment.question, "scale": experiment.scale(quick),
@@ -311,7 +437,7 @@ def run(experiment: Experiment, quick: bool, data_root: Path, runs_root: Path, o
                   "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   "machine": machine(), "libraries": library_versions(),
                   "seconds": round(time.perf_counter() - start, 1), "complete": i == len(jobs),
-                  "runs": [rows[n] for n in names if n in rows]}
+                  "runs": [row for n in names if n in rows for row in rows[n]]}
         write(out, record)
     return record
 
@@ -397,6 +523,19 @@ def cells(runs: list[dict], keys: tuple[str, ...]) -> list[dict]:
 
 
 def table_keys(record: dict) -> tuple[str, ...]:
-    """The labels a record's table groups by: task, model and the experiment's varied factor."""
+    """The labels a record's table groups by: task, model and the experiment's varied factor, after the task's
+    group when every run has one (synthetic-tasks: few / many / context)."""
     factor = record.get("factor", "model")
-    return ("task", "model") if factor == "model" else ("task", "model", factor)
+    keys = ("task", "model") if factor == "model" else ("task", "model", factor)
+    runs = record.get("runs") or []
+    return (("group",) + keys) if runs and all(isinstance(r, dict) and "group" in r for r in runs) else keys
+
+
+def table_cells(record: dict) -> list[dict]:
+    """`cells` of the record's runs by `table_keys`, the groups of tasks in D4_GROUP_ORDER (unknown ones last)."""
+    keys = table_keys(record)
+    found = cells(record["runs"], keys)
+    if "group" in keys:
+        rank = {g: i for i, g in enumerate(D4_GROUP_ORDER)}
+        found.sort(key=lambda c: rank.get(c["group"], len(rank)))
+    return found

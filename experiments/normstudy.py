@@ -24,16 +24,18 @@ def train_config(model: str, seed: int, setup: dict):
     low, high = setup["ring"]
     per_model = ({"d_state": setup["rotrnn_d_state"], "heads": setup["heads"], "gamma_min": low, "gamma_max": high}
                  if model == "rotrnn" else {"d_state": setup["lru_d_state"], "r_min": low, "r_max": high})
-    return TrainConfig(task=setup["task"], length=setup["length"], model=model, d_model=setup["d_model"],
+    return TrainConfig(task=setup["task"], length=setup.get("length"), model=model, d_model=setup["d_model"],
                        n_layers=setup["n_layers"], lr=setup["lr"], schedule="cosine", steps=setup["steps"],
                        warmup_steps=int(setup["warmup_fraction"] * setup["steps"]), batch_size=setup["batch_size"],
-                       seed=seed, backend="torch", dtype="float32", eval_batches=2, **per_model)
+                       seed=seed, backend="torch", dtype="float32", eval_batches=2, **per_model,
+                       **setup.get("train", {}))
 
 
 # -- measurements -------------------------------------------------------------------------------
 
-def state_norms(mixer, u: np.ndarray) -> tuple[np.ndarray, float]:
-    """||x_t|| of every state (float64 reference), and the input alignment of B.
+def state_norms(mixer, u: np.ndarray, valid: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """||x_t|| of every state (float64 reference), and the input alignment of B over the `valid` positions (B L)
+    (default: all; a padded data batch's positions past its lengths do not count).
 
     u (B L H) float64 -> (B L) norms (RotRNN: per-head norms averaged over heads; LRU: the norm of the
     complex state), and alignment = E||B u_t||^2 / (||B||_F^2 E||u_t||^2 / H), averaged over heads: 1 for
@@ -44,20 +46,22 @@ def state_norms(mixer, u: np.ndarray) -> tuple[np.ndarray, float]:
 
     bundle = mixer.to_bundle()
     p, H = bundle.params, u.shape[-1]
-    power = np.mean(np.sum(u**2, axis=-1)) / H                                   # E||u_t||^2 / H
+    valid = np.ones(u.shape[:2], dtype=bool) if valid is None else valid
+    power = np.mean(np.sum(u[valid] ** 2, axis=-1)) / H                          # E||u_t||^2 / H
     if bundle.config.kind == "rotrnn":
         states = rotrnn.trajectory(p, bundle.config, u)                          # (B L heads N)
-        gain = np.mean(np.sum(np.einsum("hnd,bld->blhn", p["B"], u) ** 2, axis=-1), axis=(0, 1))  # (heads,)
+        gain = np.mean(np.sum(np.einsum("hnd,vd->vhn", p["B"], u[valid]) ** 2, axis=-1), axis=0)  # (heads,)
         alignment = float(np.mean(gain / (np.sum(p["B"] ** 2, axis=(1, 2)) * power)))
         return np.linalg.norm(states, axis=-1).mean(axis=-1), alignment
     states = lru.trajectory(p, bundle.config, u)                                 # (B L N) complex
     Bc = p["B_re"] + 1j * p["B_im"]                                              # (N H)
-    alignment = float(np.mean(np.sum(np.abs(u @ Bc.T) ** 2, axis=-1)) / (np.sum(np.abs(Bc) ** 2) * power))
+    alignment = float(np.mean(np.sum(np.abs(u[valid] @ Bc.T) ** 2, axis=-1)) / (np.sum(np.abs(Bc) ** 2) * power))
     return np.linalg.norm(states, axis=-1), alignment
 
 
-def mixer_inputs(model, inputs) -> list[np.ndarray]:
-    """Each block's mixer input on `inputs`, captured by forward hooks in evaluation mode.     -> [(B L H)]"""
+def mixer_inputs(model, inputs, lengths=None, mode: str = "scan") -> list[np.ndarray]:
+    """Each block's mixer input on `inputs` (and `lengths`, for a padded data batch), captured by forward hooks in
+    evaluation mode.     -> [(B L H)]"""
     import torch
 
     captured: dict[int, np.ndarray] = {}
@@ -67,7 +71,7 @@ def mixer_inputs(model, inputs) -> list[np.ndarray]:
     model.eval()
     try:
         with torch.no_grad():
-            model(inputs)
+            model(inputs, lengths, mode=mode)
     finally:
         for h in hooks:
             h.remove()
@@ -167,21 +171,32 @@ class OrthogonalityTrack:
         return "orthogonality", {**self.curves, "worst": {**self.worst, "steps_checked": steps + 1}}
 
 
-def run(model_name: str, seed: int, setup: dict) -> dict:
-    """Train one model with the torch adapter (tasks/train.py's step, schedule and clipping) and measure."""
+def run(model_name: str, seed: int, setup: dict, folder=None) -> dict:
+    """Train one model with the torch adapter (tasks/train.py's step, schedule and clipping) and measure; a data
+    task (setup["task"] = "listops") reads its splits from `folder`."""
     import torch
 
     from linrnn.impls.errors import LinrnnError
     from linrnn.impls.init import init
     from linrnn.tasks.schedule import lr_factor
     from linrnn.tasks.torch_adapter import Adapter
-    from linrnn.tasks.train import evaluate, synthetic_batch
+    from linrnn.tasks import datatasks
+    from linrnn.tasks.train import DataSource, SyntheticSource
 
     cfg = train_config(model_name, seed, setup)
-    adapter = Adapter(init(cfg.model_config(), seed), cfg)
-    model, task, layers = adapter.model, cfg.train_task(), cfg.n_layers
-    fixed = cfg.validation_task().batch(0).inputs[: setup["eval_batch_size"]]              # (B L_in d_in)
-    fixed = torch.from_numpy(np.ascontiguousarray(fixed)).to(model.dtype)
+    source = DataSource(cfg, folder) if cfg.is_data_task else SyntheticSource(cfg)
+    adapter = Adapter(init(source.model_config(), seed), cfg)
+    model, layers = adapter.model, cfg.n_layers
+    if cfg.is_data_task:      # the validation split's first examples, padded; states past a length are not counted
+        batch = datatasks.model_batch(cfg.data_task, source.evaluation["val"].batch(0, 0), cfg.dtype)
+        inputs, lengths = batch.inputs[: setup["eval_batch_size"]], batch.lengths[: setup["eval_batch_size"]]
+    else:
+        inputs = cfg.validation_task().batch(0).inputs[: setup["eval_batch_size"]]            # (B L_in d_in)
+        lengths = np.full(len(inputs), inputs.shape[1], dtype=np.int64)
+    fixed = torch.from_numpy(np.ascontiguousarray(inputs))
+    fixed = fixed.to(torch.int64 if inputs.dtype.kind in "iu" else model.dtype)    # token ids or features
+    valid = np.arange(inputs.shape[1])[None, :] < lengths[:, None]                             # (B L)
+    fixed_lengths = torch.from_numpy(np.ascontiguousarray(lengths))
     track = DriftTrack(layers) if model_name == "lru" else OrthogonalityTrack(layers)
     record: dict = {"model": model_name, "seed": seed, "measured_steps": [], "norm": [[] for _ in range(layers)],
                     "input_norm": [[] for _ in range(layers)], "alignment": [[] for _ in range(layers)], "losses": []}
@@ -189,18 +204,20 @@ def run(model_name: str, seed: int, setup: dict) -> dict:
     def measure(step: int) -> None:
         record["measured_steps"].append(step)
         record["norm_t"] = []                                  # kept from the last measurement only
-        for i, u in enumerate(mixer_inputs(model, fixed)):
-            norms, alignment = state_norms(model.layers[i].mixer, u)      # (B L), float
-            record["norm"][i].append(float(norms.mean()))
+        for i, u in enumerate(mixer_inputs(model, fixed, fixed_lengths, cfg.compute_mode)):
+            norms, alignment = state_norms(model.layers[i].mixer, u, valid)      # (B L), float
+            record["norm"][i].append(float(norms[valid].mean()))
             record["alignment"][i].append(alignment)
-            record["input_norm"][i].append(float(np.linalg.norm(u, axis=-1).mean()))
-            record["norm_t"].append(norms.mean(axis=0).tolist())
+            record["input_norm"][i].append(float(np.linalg.norm(u, axis=-1)[valid].mean()))
+            counted = np.maximum(valid.sum(axis=0), 1)                 # per t: the examples still running
+            record["norm_t"].append((np.where(valid, norms, 0.0).sum(axis=0) / counted).tolist())
 
     measure(0)
     track.after(model, 0, keep=True)
     for step in range(cfg.steps):
         factor = lr_factor(step, cfg.steps, cfg.warmup_steps, cfg.schedule)
-        loss = float(adapter.train_step(synthetic_batch(task.batch(step)), step, cfg.lr * factor, cfg.lr * factor))
+        rec_lr = cfg.lr if cfg.recurrence_lr is None else cfg.recurrence_lr
+        loss = float(adapter.train_step(source.train_batch(step), step, cfg.lr * factor, rec_lr * factor))
         if not math.isfinite(loss):
             raise LinrnnError(f"norms: {model_name} seed {seed} diverged at step {step} (loss {loss})")
         record["losses"].append(loss)
@@ -211,7 +228,7 @@ def run(model_name: str, seed: int, setup: dict) -> dict:
             measure(done)
     key, value = track.result(cfg.steps)
     record[key] = value
-    record["final"] = evaluate(adapter, cfg)
+    record["final"] = source.evaluate(adapter)
     return record
 
 

@@ -380,30 +380,56 @@ def tasks_scale(config: dict) -> str:
 def settle_d4(data: dict, scale: str = "") -> list[Part]:
     """reproduced: DLR solves Shift and fails ContextShift; contradicted: DLR solves ContextShift; otherwise
     (a diverged run, Shift not solved within the budget, ContextShift in between) inconclusive."""
-    solved = outcome(data["rows"])
+    verdict, text = d4_verdict(outcome(data["rows"]))
+    return [Part("training (tasks)", verdict, text, scale)]
+
+
+def d4_verdict(solved: dict) -> tuple[str, str]:
+    """The D4 verdict and its evidence from `outcome(rows)` (model -> task -> entry)."""
     dlr = solved.get("dlr", {})
     shift, context = dlr.get("shift"), dlr.get("context_shift")
 
     def fmt(entry: dict) -> str:
         if entry["r2"] is None:
             return "diverged"
-        return f"R^2 = {entry['r2']:.4f}" + (f" ({entry['diverged']} of {entry['seeds']} seeds diverged)"
+        return f"R^2 = {entry['r2']:.4f}" + (f" ({entry['diverged']} of {entry['seeds']} runs diverged)"
                                               if entry["diverged"] else "")
 
     if shift is None or context is None:
-        return [Part("training (tasks)", "inconclusive", "DLR was not run on both Shift and ContextShift", scale)]
+        return "inconclusive", "DLR was not run on both Shift and ContextShift"
     others = "; ".join(f"{m}: Shift {fmt(solved[m]['shift'])}, ContextShift {fmt(solved[m]['context_shift'])}"
                        for m in ("lru", "rotrnn") if {"shift", "context_shift"} <= set(solved.get(m, {})))
     text = (f"DLR: Shift {fmt(shift)} ({'solved' if shift['solved'] else 'not solved'}, threshold {SOLVED_R2}), "
             f"ContextShift {fmt(context)} ({'fails' if context['fails'] else 'does not fail'}, threshold {FAILS_R2})"
             + (f". Beside it, {others}" if others else ""))
     if context["solved"]:
-        verdict = "contradicted"
-    elif shift["solved"] and context["fails"]:
-        verdict = "reproduced"
-    else:
-        verdict = "inconclusive"
-    return [Part("training (tasks)", verdict, text, scale)]
+        return "contradicted", text
+    if shift["solved"] and context["fails"]:
+        return "reproduced", text
+    return "inconclusive", text
+
+
+def settle_d4_experiment(stored: dict) -> list[Part]:
+    """D4 on the synthetic-tasks record: the Shift / ContextShift verdict (every framework's run pooled), and per
+    model the mean R^2 and the count of solved (>= SOLVED_R2) and failed (<= FAILS_R2) tasks in each group."""
+    rows = [{"task": r["task"], "model": r["model"], "status": r["status"], "r2": r["value"]} for r in stored["runs"]]
+    solved = outcome(rows)
+    verdict, text = d4_verdict(solved)
+    from linrnn.experiments.claims import D4_GROUPS
+
+    groups = {r["task"]: D4_GROUPS.get(r["task"]) for r in stored["runs"]}
+    summary = []
+    for model, tasks in solved.items():
+        per_group = []
+        for group in dict.fromkeys(g for g in groups.values() if g):
+            entries = [e for t, e in tasks.items() if groups.get(t) == group]
+            finished = [e["r2"] for e in entries if e["r2"] is not None]
+            if entries:
+                mean = f"mean R^2 {sum(finished) / len(finished):.3f}" if finished else "every run diverged"
+                per_group.append(f"{group} {mean}, {sum(e['solved'] for e in entries)} of {len(entries)} solved, "
+                                 f"{sum(e['fails'] for e in entries)} failed")
+        summary.append(f"{model}: " + "; ".join(per_group))
+    return [Part("", verdict, text + ". By group of tasks: " + " | ".join(summary))]
 
 
 TASK_ROW = {"task": str, "model": str, "seed": int, "status": str}
@@ -648,10 +674,45 @@ def settle_d1(stored: dict) -> list[Part]:
                  + f" (decided beyond {Z_DECIDES:g} standard errors over seeds)")]
 
 
+def settle_r8_listops(stored: dict) -> list[Part]:
+    """R8 on ListOps, per layer: RotRNN's coefficient of variation over training (mean over seeds) flatter than the
+    LRU's, at most CV_REPRODUCED x it and lower by more than Z_DECIDES standard errors, in every layer (reproduced);
+    higher by more than Z_DECIDES standard errors in some layer (contradicted); otherwise inconclusive."""
+    layers = sorted({c["layer"] for c in stored["cells"] if c.get("layer") is not None})
+    outcomes, texts = [], []
+    for layer in layers:
+        rot, lru = _cell(stored, model="rotrnn", layer=layer), _cell(stored, model="lru", layer=layer)
+        if rot is None or lru is None or rot["mean"] is None or lru["mean"] is None:
+            return [Part("", "inconclusive", f"layer {layer}: RotRNN or LRU has no finished run")]
+        diff, z = _compare(lru, rot, lru["se"], rot["se"])          # > 0: RotRNN flatter
+        ratio = rot["mean"] / lru["mean"] if lru["mean"] > 0 else math.inf
+        if z is None:
+            outcomes.append("undecided")
+        elif ratio <= CV_REPRODUCED and z > Z_DECIDES:
+            outcomes.append("flatter")
+        elif z < -Z_DECIDES:
+            outcomes.append("less flat")
+        else:
+            outcomes.append("undecided")
+        def cv(cell: dict) -> str:
+            return f"{cell['mean']:.3g}" + (f" ± {cell['sd']:.2g}" if cell["sd"] is not None else "") + \
+                f" (n = {cell['n']})"
+
+        texts.append(f"layer {layer}: RotRNN {cv(rot)} vs LRU {cv(lru)} (ratio {ratio:.2f}"
+                     + (f", {z:+.1f} standard errors" if z is not None else ", no spread") + f"): {outcomes[-1]}")
+    verdict = ("reproduced" if outcomes and all(o == "flatter" for o in outcomes) else
+               "contradicted" if "less flat" in outcomes else "inconclusive")
+    return [Part("", verdict, "coefficient of variation over training of each layer's mean state norm, mean ± sd "
+                 "over seeds: " + "; ".join(texts) + f". Reproduced when RotRNN's is at most {CV_REPRODUCED} x the "
+                 f"LRU's and lower beyond {Z_DECIDES:g} standard errors in every layer")]
+
+
 R6_EXPERIMENT = _experiment("lra-reduced", settle_r6)
 D1_EXPERIMENT = _experiment("lra-reduced", settle_d1)
 D8_EXPERIMENT = _experiment("norm-position", settle_d8)
 D5_EXPERIMENT = _experiment("subtrees-segmentation", settle_d5)
+D4_EXPERIMENT = _experiment("synthetic-tasks", settle_d4_experiment)
+R8_EXPERIMENT = _experiment("norms-listops", settle_r8_listops)
 R7_EXPERIMENT = _experiment("speech", settle_r7)
 D6_EXPERIMENT = _experiment("speech", settle_d6)
 
@@ -692,7 +753,7 @@ CLAIMS: tuple[Claim, ...] = (
           published="RotRNN 95.2% on SC35 as the claim was recorded (not checked against the paper's table); "
                     "S4 96.08, S5 96.52 as the S5 paper tabulates them (not confirmed); no LRU figure"),
     Claim("R8", "RotRNN", "hidden-state norm stays almost constant over training, across depth and seeds; "
-          "LRU's fluctuates and settles slowly", (R8_NORMS,)),
+          "LRU's fluctuates and settles slowly", (R8_NORMS, R8_EXPERIMENT)),
     Claim("R9", "RotRNN", "LRU does not enforce conjugate pairs, real outputs, or a normalisation that keeps the "
           "state's magnitude coherent", (theory_part("R9"), R9_NORMS)),
     Claim("D1", "DLR", "without discretisation, DLR matches S4/S4D on LRA (incl. Path-X and ListOps)", (D1_EXPERIMENT,),
@@ -703,7 +764,7 @@ CLAIMS: tuple[Claim, ...] = (
           (theory_part("D2"),)),
     Claim("D3", "DLR", "periodic initialisation: a size-N DLR expresses any length-N kernel", (theory_part("D3"),)),
     Claim("D4", "DLR", "synthetic tasks: near-perfect where few kernels suffice (Shift), poor where "
-          "context-dependent shifts are needed (ContextShift fails)", (D4_TASKS,)),
+          "context-dependent shifts are needed (ContextShift fails)", (D4_TASKS, D4_EXPERIMENT)),
     Claim("D5", "DLR", "strong on ListOpsSubTrees and PathfinderSegmentation, better than local attention",
           (D5_EXPERIMENT,),
           full_scale=full_scale(("listops-subtrees", "pathfinder-segmentation"), ("dlr", "lru", "rotrnn")),

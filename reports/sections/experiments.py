@@ -78,5 +78,5 @@ def load_stored(directory: Path) -> tuple[list[dict], list[list[str]]]:
         keys = experiments.table_keys(record)
         runs = [{**{k: run[k] for k in keys}, **{k: run.get(k) for k in RUN_KEYS}} for run in record["runs"]]
         stored.append({"file": path.name, **{k: record[k] for k in RECORD_SHAPE if k != "runs"},
-                       "keys": list(keys), "cells": experiments.cells(record["runs"], keys), "runs": runs})
+                       "keys": list(keys), "cells": experiments.table_cells(record), "runs": runs})
     return stored, skipped

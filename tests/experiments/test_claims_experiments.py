@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from linrnn.cli import main as cli_main
@@ -99,6 +100,29 @@ def test_an_interrupted_experiment_keeps_what_finished(tmp_path, monkeypatch):
     assert not list(tmp_path.glob("*.tmp"))
 
 
+def test_the_listops_norm_study_writes_one_row_per_layer_and_a_rerun_reuses_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(claims, "LISTOPS_QUICK", DataSet("listops-norms", "listops",
+                                                         dict(n_train=8, n_val=4, n_test=4, workers=1)))
+    experiment = claims.EXPERIMENTS["norms-listops"]
+    out = tmp_path / "record.json"
+    record = claims.run(experiment, True, tmp_path / "data", tmp_path / "runs", out, ["norms-listops"], False)
+    assert section.check_stored(json.loads(out.read_text())) is None
+    setup = claims.r8_setup(True)
+    assert claims.table_keys(record) == ("task", "model", "layer")
+    assert [(r["model"], r["layer"]) for r in record["runs"]] == [(m, i) for m in ("rotrnn", "lru")
+                                                                  for i in range(setup["n_layers"])]
+    for r in record["runs"]:
+        assert r["metric"] == "norm_cv" and r["value"] == pytest.approx(np.std(r["norm"]) / np.mean(r["norm"]))
+        assert r["measured_steps"] == [0, 5, 10] and all(n > 0 for n in r["norm"])
+        assert set(r["final"]) == {"val", "test"}
+
+    from linrnn.experiments import normstudy
+
+    monkeypatch.setattr(normstudy, "run", lambda *a, **k: pytest.fail("a finished norm run was retrained"))
+    again = claims.run(experiment, True, tmp_path / "data", tmp_path / "runs", out, ["norms-listops"], False)
+    assert [r["value"] for r in again["runs"]] == [r["value"] for r in record["runs"]]
+
+
 def test_an_unknown_experiment_is_one_line_and_status_2(capsys):
     assert cli_main(["experiment", "nope"]) == 2
     err = capsys.readouterr().err.strip()
@@ -110,7 +134,7 @@ def test_an_unknown_experiment_is_one_line_and_status_2(capsys):
 def planted(experiment: str, runs: list[dict], quick: bool = False, complete: bool = True) -> dict:
     keys = ("task", "model", "norm") if experiment == "norm-position" else ("task", "model")
     return {"experiment": experiment, "quick": quick, "complete": complete, "scale": "planted",
-            "command": f"linrnn experiment {experiment}", "cells": claims.cells(runs, keys)}
+            "command": f"linrnn experiment {experiment}", "cells": claims.cells(runs, keys), "runs": runs}
 
 
 def run(task, model, value, seed=0, **extra):
@@ -161,6 +185,63 @@ def test_d5_needs_dlr_ahead_of_local_attention_on_both_tasks(dlr, attention, ver
             for m, values in (("dlr", dlr), ("attention", attention)) for s, v in enumerate(values)]
     [part] = settle(ledger.D5_EXPERIMENT, [planted("subtrees-segmentation", runs)])
     assert part.verdict == verdict
+
+
+def d4_runs(dlr_shift: float, dlr_context: float, diverged: str = "") -> list[dict]:
+    """Every synthetic task x model, both frameworks for Shift and ContextShift; DLR's pair as given."""
+    out = []
+    for task, group in claims.D4_GROUPS.items():
+        for backend in (("torch", "jax") if task in claims.D4_BOTH_FRAMEWORKS else ("torch",)):
+            for model in claims.D4_MODELS:
+                value = {"shift": dlr_shift, "context_shift": dlr_context}.get(task, 0.7) if model == "dlr" else 0.6
+                r = {**run(task, model, value), "backend": backend, "group": group}
+                if f"{task}-{model}-{backend}" == diverged:
+                    r.update(status="diverged", value=None)
+                out.append(r)
+    return out
+
+
+@pytest.mark.parametrize("shift, context, diverged, verdict", [
+    (0.999, 0.05, "", "reproduced"), (0.999, 0.995, "", "contradicted"), (0.9, 0.05, "", "inconclusive"),
+    (0.999, 0.05, "context_shift-dlr-jax", "inconclusive")])
+def test_d4_settles_on_shift_and_context_shift_and_names_every_group(shift, context, diverged, verdict):
+    stored = planted("synthetic-tasks", d4_runs(shift, context, diverged))
+    [part] = settle(ledger.D4_EXPERIMENT, [stored])
+    assert part.verdict == verdict
+    for model in claims.D4_MODELS:
+        assert f"{model}: few mean R^2" in part.evidence
+    assert "many mean R^2 0.700, 0 of 3 solved, 0 failed" in part.evidence        # DLR's many-kernel tasks
+    assert "context mean R^2 0.600, 0 of 6 solved, 0 failed" in part.evidence     # LRU's / RotRNN's
+
+
+def test_d4_runs_every_synthetic_task_both_frameworks_for_the_claims_pair_and_its_table_is_grouped():
+    jobs = claims.d4_jobs(False)
+    assert {j.labels["task"] for j in jobs} == set(claims.D4_GROUPS) == set(__import__(
+        "linrnn.tasks.synthetic", fromlist=["TASKS"]).TASKS)
+    assert {(j.labels["task"], j.labels["backend"]) for j in jobs if j.labels["backend"] == "jax"} == \
+        {(t, "jax") for t in claims.D4_BOTH_FRAMEWORKS}
+    assert all(j.config["n_layers"] == claims.D4_LAYERS for j in jobs)
+    record = {"factor": "backend", "runs": d4_runs(0.999, 0.05)}
+    assert claims.table_keys(record) == ("group", "task", "model", "backend")
+    groups = [c["group"] for c in claims.table_cells(record)]
+    assert groups == sorted(groups, key=claims.D4_GROUP_ORDER.index)
+    assert claims.table_keys({"factor": "model", "runs": [run("listops", "lru", 0.5)]}) == ("task", "model")
+
+
+def r8_runs(rotrnn: tuple, lru: tuple) -> list[dict]:
+    return [{**run("listops", model, v, seed), "layer": layer} for layer in (0, 1, 2)
+            for model, values in (("rotrnn", rotrnn), ("lru", lru)) for seed, v in enumerate(values)]
+
+
+@pytest.mark.parametrize("rotrnn, lru, verdict", [((0.010, 0.012, 0.011), (0.10, 0.12, 0.11), "reproduced"),
+                                                  ((0.10, 0.12, 0.11), (0.010, 0.012, 0.011), "contradicted"),
+                                                  ((0.05, 0.07, 0.06), (0.055, 0.065, 0.06), "inconclusive"),
+                                                  ((0.07, 0.072, 0.071), (0.10, 0.102, 0.101), "inconclusive")])
+def test_r8_on_listops_asks_every_layer_to_be_flatter_beyond_the_noise(rotrnn, lru, verdict):
+    stored = planted("norms-listops", r8_runs(rotrnn, lru))
+    stored["cells"] = claims.cells(stored["runs"], ("task", "model", "layer"))
+    [part] = settle(ledger.R8_EXPERIMENT, [stored])
+    assert part.verdict == verdict and "layer 2" in part.evidence
 
 
 def speech_runs(sc10: dict, sc35: dict, n: int = 400) -> list[dict]:
@@ -233,3 +314,21 @@ def test_no_name_is_one_line_and_status_2_and_list_names_every_experiment(capsys
     assert cli_main(["experiment", "--list"]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in claims.EXPERIMENTS)
+
+
+def test_a_data_folder_generated_with_other_options_is_refused_in_one_line(tmp_path, monkeypatch):
+    from linrnn.experiments import reduced_training
+    from linrnn.impls.errors import LinrnnError
+    from linrnn.tasks.data import generate
+
+    made = []
+    monkeypatch.setitem(generate.GENERATORS, "listops",
+                        lambda folder, **options: (made.append(options), (folder / "x").mkdir(parents=True)))
+    small = DataSet("lo", "listops", dict(n_train=8, n_val=4, n_test=4))
+    assert reduced_training.ensure_data(tmp_path, small) == tmp_path / "lo" and len(made) == 1
+    assert reduced_training.ensure_data(tmp_path, small) == tmp_path / "lo" and len(made) == 1   # reused
+    bigger = DataSet("lo", "listops", dict(n_train=80, n_val=4, n_test=4))
+    with pytest.raises(LinrnnError, match=r"--data: .*lo holds listops data generated with .*n_train': 8.*expected"):
+        reduced_training.ensure_data(tmp_path, bigger)
+    (tmp_path / ".lo.generated.json").unlink()                  # no stamp: the folder is used as it is
+    assert reduced_training.ensure_data(tmp_path, bigger) == tmp_path / "lo" and len(made) == 1
