@@ -549,12 +549,13 @@ def settle_d5(stored: dict) -> list[Part]:
         if dlr is None or att is None or dlr["mean"] is None or att["mean"] is None:
             return [Part("", "inconclusive", f"{task}: DLR or local attention has no finished run")]
         diff, z = _compare(dlr, att, dlr["se"], att["se"])
-        outcome = _decide(z, diff)
+        outcome = _decide(z, diff) if learned(dlr) or learned(att) else "both at chance"
         verdicts.append(outcome)
         others = "; ".join(f"{m} {_fmt(_cell(stored, task=task, model=m))}" for m in ("lru", "rotrnn")
                            if _cell(stored, task=task, model=m))
         base = dlr.get("baseline")
-        texts.append(f"{task} ({dlr['metric']}): DLR {_fmt(dlr)} vs local attention {_fmt(att)}: DLR {outcome}"
+        texts.append(f"{task} ({dlr['metric']}): DLR {_fmt(dlr)} vs local attention {_fmt(att)}: "
+                     + ("neither above the majority baseline" if outcome == "both at chance" else f"DLR {outcome}")
                      + (f" ({z:+.1f} standard errors)" if z is not None else "")
                      + (f"; {others}" if others else "") + (f"; majority baseline {base:.3f}" if base is not None
                                                               else ""))
@@ -621,8 +622,19 @@ def _ranking(stored: dict, task: str) -> tuple[list[tuple[str, dict]], str]:
     return cells, text
 
 
+def learned(cell: dict) -> bool:
+    """Above the majority-class baseline by more than Z_DECIDES standard errors (over seeds; with one seed the
+    binomial one over the test examples); a cell without a baseline (a regression task) counts as learned."""
+    base = cell.get("baseline")
+    if base is None:
+        return True
+    se = cell["se"] if cell["se"] is not None else _accuracy_se(cell)
+    return cell["mean"] - base > Z_DECIDES * (se or 0.0)
+
+
 def _against(stored: dict, task: str, model: str, others: tuple[str, ...]) -> dict[str, str]:
-    """model vs each other model on task: better / tied / worse (standard errors over seeds) or missing."""
+    """model vs each other model on task: better / tied / worse (standard errors over seeds), missing, or "both at
+    chance" when neither is above the majority baseline (a tie of two models that learnt nothing shows nothing)."""
     mine = _cell(stored, task=task, model=model)
     out = {}
     for other in others:
@@ -630,13 +642,16 @@ def _against(stored: dict, task: str, model: str, others: tuple[str, ...]) -> di
         if mine is None or theirs is None or mine["mean"] is None or theirs["mean"] is None:
             out[other] = "missing"
             continue
+        if not learned(mine) and not learned(theirs):
+            out[other] = "both at chance"
+            continue
         diff, z = _compare(mine, theirs, mine["se"], theirs["se"])
         out[other] = _decide(z, diff)
     return out
 
 
 def _lra_verdict(outcomes: list[str]) -> str:
-    if "missing" in outcomes or "undecided" in outcomes:
+    if "missing" in outcomes or "undecided" in outcomes or "both at chance" in outcomes:
         return "inconclusive"
     if all(o in ("better", "tied") for o in outcomes):
         return "reproduced"

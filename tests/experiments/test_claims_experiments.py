@@ -272,6 +272,29 @@ def test_r6_and_d1_rank_the_models_per_task():
     assert d1.verdict == "contradicted"
 
 
+def test_models_that_all_sit_at_the_majority_baseline_settle_no_comparison():
+    """Ties between models that learnt nothing are not 'competitive': every such comparison is inconclusive."""
+    chance = {"train": 100, "val": 50, "test": 500}
+
+    def at(task, model, value, seed):
+        return run(task, model, value, seed, baseline={"value": 0.18}, examples=chance)
+
+    values = {"rotrnn": 0.176, "lru": 0.182, "s4d": 0.18, "s5": 0.181, "dlr": 0.179}
+    runs = [at(t, m, v + 0.002 * s, s) for t in ("listops", "pathfinder") for m, v in values.items() for s in (0, 1)]
+    competitive, best = settle(ledger.R6_EXPERIMENT, [planted("lra-reduced", runs)])
+    assert competitive.verdict == best.verdict == "inconclusive" and "both at chance" in competitive.evidence
+    [d1] = settle(ledger.D1_EXPERIMENT, [planted("lra-reduced", runs)])
+    assert d1.verdict == "inconclusive"
+    runs = [at(t, m, v, s) for t in ("listops-subtrees", "pathfinder-segmentation")
+            for m, v in (("dlr", 0.181), ("attention", 0.175)) for s in (0, 1)]
+    [d5] = settle(ledger.D5_EXPERIMENT, [planted("subtrees-segmentation", runs)])
+    assert d5.verdict == "inconclusive" and "neither above the majority baseline" in d5.evidence
+    one_learnt = [{**r, "value": 0.6} if r["model"] == "rotrnn" and r["task"] == "listops" else r
+                  for r in [at(t, m, v + 0.002 * s, s) for t in ("listops",) for m, v in values.items() for s in (0, 1)]]
+    competitive, best = settle(ledger.R6_EXPERIMENT, [planted("lra-reduced", one_learnt)])
+    assert best.verdict == "reproduced"             # one side above chance: the comparison stands
+
+
 def test_the_section_renders_a_stored_record_and_lists_the_missing_ones(tmp_path, monkeypatch):
     stored = tmp_path / "stored"
     stored.mkdir()
