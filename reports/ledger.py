@@ -415,13 +415,13 @@ def settle_d4_experiment(stored: dict) -> list[Part]:
     rows = [{"task": r["task"], "model": r["model"], "status": r["status"], "r2": r["value"]} for r in stored["runs"]]
     solved = outcome(rows)
     verdict, text = d4_verdict(solved)
-    from linrnn.experiments.claims import D4_GROUPS
+    from linrnn.experiments.claims import D4_GROUP_ORDER, D4_GROUPS
 
     groups = {r["task"]: D4_GROUPS.get(r["task"]) for r in stored["runs"]}
     summary = []
     for model, tasks in solved.items():
         per_group = []
-        for group in dict.fromkeys(g for g in groups.values() if g):
+        for group in (g for g in D4_GROUP_ORDER if g in groups.values()):
             entries = [e for t, e in tasks.items() if groups.get(t) == group]
             finished = [e["r2"] for e in entries if e["r2"] is not None]
             if entries:
