@@ -438,7 +438,11 @@ def run(experiment: Experiment, quick: bool, data_root: Path, runs_root: Path, o
                   "command": "linrnn experiment " + " ".join(argv),
                   "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   "machine": machine(), "libraries": library_versions(),
-                  "seconds": round(time.perf_counter() - start, 1), "complete": i == len(jobs),
+                  "seconds": round(time.perf_counter() - start, 1),
+                  # the training time of every run in the record, reused ones included (steps x s per step)
+                  "training_seconds": round(sum(r["steps"] * r["seconds_per_step"] for rs in rows.values()
+                                                for r in rs if r.get("steps") and r.get("seconds_per_step")), 1),
+                  "complete": i == len(jobs),
                   "runs": [row for n in names if n in rows for row in rows[n]]}
         write(out, record)
     return record
@@ -497,7 +501,8 @@ def cells(runs: list[dict], keys: tuple[str, ...]) -> list[dict]:
     """The runs grouped by the labels `keys`, in first-seen order, one cell per group:
 
     {**labels, "n", "values" (finished runs), "diverged", "mean", "sd" (ddof 1; None below 2 values),
-     "se" (sd / sqrt(n); None below 2), "metric", "baseline" (data tasks: the majority value), "parameters",
+     "se" (sd / sqrt(n); None below 2), "metric", "baseline" (data tasks: the majority value), "chance" (data
+     tasks: the best constant answer on test, at least the baseline), "parameters",
      "test_examples" (data tasks), "seconds_per_step" (mean)}
     """
     groups: dict[tuple, list[dict]] = {}
@@ -510,6 +515,9 @@ def cells(runs: list[dict], keys: tuple[str, ...]) -> list[dict]:
         mean = sum(values) / n if n else None
         sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n >= 2 else None
         bases = [m["baseline"]["value"] for m in members if isinstance(m.get("baseline"), dict)]
+        # chance: the best constant answer on test where the record has it (older records: the baseline)
+        chances = [max(m["baseline"]["value"], (m["baseline"].get("best_constant") or {}).get("value", -math.inf))
+                   for m in members if isinstance(m.get("baseline"), dict)]
         params = [m["parameters"] for m in members if isinstance(m.get("parameters"), int)]
         tests = [m["examples"]["test"] for m in members if isinstance(m.get("examples"), dict)
                  and isinstance(m["examples"].get("test"), int)]
@@ -518,7 +526,8 @@ def cells(runs: list[dict], keys: tuple[str, ...]) -> list[dict]:
                     "diverged": sum(1 for m in members if m.get("status") != "ok"),
                     "mean": mean, "sd": sd, "se": sd / math.sqrt(n) if sd is not None else None,
                     "metric": next((m["metric"] for m in members if m.get("metric")), None),
-                    "baseline": bases[0] if bases else None, "parameters": params[0] if params else None,
+                    "baseline": bases[0] if bases else None, "chance": chances[0] if chances else None,
+                    "parameters": params[0] if params else None,
                     "test_examples": tests[0] if tests else None,
                     "seconds_per_step": sum(speeds) / len(speeds) if speeds else None})
     return out

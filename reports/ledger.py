@@ -617,19 +617,23 @@ def _ranking(stored: dict, task: str) -> tuple[list[tuple[str, dict]], str]:
     cells = [(c["model"], c) for c in stored["cells"] if c["task"] == task and c["mean"] is not None]
     cells.sort(key=lambda mc: -mc[1]["mean"])
     base = next((c["baseline"] for _, c in cells if c.get("baseline") is not None), None)
+    chance = next((c["chance"] for _, c in cells if c.get("chance") is not None), None)
     text = f"{task}: " + " > ".join(f"{m} {_fmt(c)}" for m, c in cells) + \
-        (f" (majority baseline {base:.3f})" if base is not None else "")
+        (f" (majority baseline {base:.3f}" + (f", best constant answer {chance:.3f})" if chance is not None and
+                                              chance > base else ")") if base is not None else "")
     return cells, text
 
 
 def learned(cell: dict) -> bool:
-    """Above the majority-class baseline by more than Z_DECIDES standard errors (over seeds; with one seed the
-    binomial one over the test examples); a cell without a baseline (a regression task) counts as learned."""
-    base = cell.get("baseline")
-    if base is None:
+    """Above chance by more than Z_DECIDES standard errors: chance is the best constant answer on test (at least
+    the train-majority baseline); the error is the larger of the seeds' and the binomial one over the test
+    examples (seeds that all predict one constant have no spread). A cell without a baseline (a regression
+    task) counts as learned."""
+    chance = cell.get("chance") if cell.get("chance") is not None else cell.get("baseline")
+    if chance is None:
         return True
-    se = cell["se"] if cell["se"] is not None else _accuracy_se(cell)
-    return cell["mean"] - base > Z_DECIDES * (se or 0.0)
+    se = max(cell["se"] or 0.0, _accuracy_se(cell) or 0.0)
+    return cell["mean"] - chance > Z_DECIDES * se
 
 
 def _against(stored: dict, task: str, model: str, others: tuple[str, ...]) -> dict[str, str]:

@@ -77,6 +77,8 @@ def load_stored(directory: Path) -> tuple[list[dict], list[list[str]]]:
     for path, record in files:
         keys = experiments.table_keys(record)
         runs = [{**{k: run[k] for k in keys}, **{k: run.get(k) for k in RUN_KEYS}} for run in record["runs"]]
+        training = record.get("training_seconds")                   # absent from older records
         stored.append({"file": path.name, **{k: record[k] for k in RECORD_SHAPE if k != "runs"},
+                       "training_seconds": training if _is_number(training) else None,
                        "keys": list(keys), "cells": experiments.table_cells(record), "runs": runs})
     return stored, skipped

@@ -293,6 +293,12 @@ def test_models_that_all_sit_at_the_majority_baseline_settle_no_comparison():
                   for r in [at(t, m, v + 0.002 * s, s) for t in ("listops",) for m, v in values.items() for s in (0, 1)]]
     competitive, best = settle(ledger.R6_EXPERIMENT, [planted("lra-reduced", one_learnt)])
     assert best.verdict == "reproduced"             # one side above chance: the comparison stands
+    # every seed answers the one class that is rare in train and frequent in test: no spread, still chance
+    constant = [run(t, m, 0.5095, s, baseline={"value": 0.4905, "best_constant": {"class": 1, "value": 0.5095}},
+                    examples={"train": 100, "val": 50, "test": 2000})
+                for t in ("listops",) for m in values for s in (0, 1)]
+    competitive, best = settle(ledger.R6_EXPERIMENT, [planted("lra-reduced", constant)])
+    assert competitive.verdict == "inconclusive" and "best constant answer 0.509" in competitive.evidence
 
 
 def test_the_section_renders_a_stored_record_and_lists_the_missing_ones(tmp_path, monkeypatch):

@@ -54,7 +54,7 @@ def test_main_writes_every_documented_key(tiny):
         assert run[key] == results[key], key
     assert run["steps"] == 3 and len(run["train_loss"]) == 3 and run["wall_seconds"] > 0
     assert run["metric"] == "accuracy" and run["test_at_best_val"] == run["best"]["test"]["accuracy"]
-    assert set(run["baseline"]) == {"rule", "metric", "value"} and run["baseline"]["metric"] == "accuracy"
+    assert set(run["baseline"]) == {"rule", "metric", "value", "best_constant"} and run["baseline"]["metric"] == "accuracy"
     assert run["above_baseline"] == (run["test_at_best_val"] > run["baseline"]["value"])
     assert training_reduced.check_stored(record) is None                   # the report's section accepts it
 
@@ -87,7 +87,8 @@ def test_the_baseline_is_the_majority_fraction(tmp_path):
     write_listops(tmp_path, {"train": train, "val": [4, 4], "test": test})
     base = rt.baseline(TrainConfig(**TINY.config), tmp_path)
     assert base == {"rule": "always class 7 (the most frequent in train)", "metric": "accuracy",
-                    "value": test.count(7) / len(test), "examples": {"train": 7, "val": 2, "test": 8}}
+                    "value": test.count(7) / len(test), "examples": {"train": 7, "val": 2, "test": 8},
+                    "best_constant": {"class": 4, "value": test.count(4) / len(test)}}   # test's own majority
 
 
 def test_only_with_an_unknown_name_exits_2_in_one_line(tmp_path, monkeypatch, capsys):
