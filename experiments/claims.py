@@ -47,6 +47,7 @@ class Job:
     labels: dict                   # what the tables group by: task, model, the varied factor, seed
     config: dict                   # TrainConfig fields
     data: DataSet | None = None    # None: a synthetic task
+    options: dict = field(default_factory=dict)   # what a custom `run_job` needs besides the config (not a label)
 
     @property
     def name(self) -> str:
@@ -159,8 +160,8 @@ def r8_jobs(quick: bool) -> list[Job]:
 
     setup = r8_setup(quick)
     data = LISTOPS_QUICK if quick else LISTOPS
-    return [Job({"task": "listops", "model": model, "seed": seed}, train_config(model, seed, setup).to_dict(), data)
-            for seed in setup["seeds"] for model in MODELS]
+    return [Job({"task": "listops", "model": model, "seed": seed}, train_config(model, seed, setup).to_dict(), data,
+                {"setup": setup}) for seed in setup["seeds"] for model in MODELS]
 
 
 def r8_run(job: Job, data_root: Path, runs_root: Path, progress: bool) -> list[dict]:
@@ -170,8 +171,7 @@ def r8_run(job: Job, data_root: Path, runs_root: Path, progress: bool) -> list[d
     from linrnn.tasks.config import TrainConfig
 
     config = TrainConfig(**job.config)
-    quick = job.data is LISTOPS_QUICK
-    setup = r8_setup(quick)
+    setup = job.options["setup"]
     folder = ensure_data(data_root, job.data)
     kept = runs_root / job.name / "norms.json"
     record = json.loads(kept.read_text()) if kept.exists() else None

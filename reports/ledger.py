@@ -693,6 +693,11 @@ def settle_d1(stored: dict) -> list[Part]:
                  + f" (decided beyond {Z_DECIDES:g} standard errors over seeds)")]
 
 
+def _fmt_small(cell: dict) -> str:
+    """`_fmt` for small statistics (3 significant digits)."""
+    return f"{cell['mean']:.3g}" + (f" ± {cell['sd']:.2g}" if cell["sd"] is not None else "") + f" (n = {cell['n']})"
+
+
 def settle_r8_listops(stored: dict) -> list[Part]:
     """R8 on ListOps, per layer: RotRNN's coefficient of variation over training (mean over seeds) flatter than the
     LRU's, at most CV_REPRODUCED x it and lower by more than Z_DECIDES standard errors, in every layer (reproduced);
@@ -713,11 +718,7 @@ def settle_r8_listops(stored: dict) -> list[Part]:
             outcomes.append("less flat")
         else:
             outcomes.append("undecided")
-        def cv(cell: dict) -> str:
-            return f"{cell['mean']:.3g}" + (f" ± {cell['sd']:.2g}" if cell["sd"] is not None else "") + \
-                f" (n = {cell['n']})"
-
-        texts.append(f"layer {layer}: RotRNN {cv(rot)} vs LRU {cv(lru)} (ratio {ratio:.2f}"
+        texts.append(f"layer {layer}: RotRNN {_fmt_small(rot)} vs LRU {_fmt_small(lru)} (ratio {ratio:.2f}"
                      + (f", {z:+.1f} standard errors" if z is not None else ", no spread") + f"): {outcomes[-1]}")
     verdict = ("reproduced" if outcomes and all(o == "flatter" for o in outcomes) else
                "contradicted" if "less flat" in outcomes else "inconclusive")
