@@ -8,11 +8,15 @@ Per head h of d = H / heads features, rotary positions on q and k, a learnable t
 It has no recurrence, so no state, no `step` and no convolution view; its modes (`KIND_MODES`):
 
 * `full`: the (B heads L L) score matrix, masked, and one softmax;
-* `chunked`: the positions cut into blocks of b (the window w for local attention, else `block_size`); the
-  queries of block c meet the keys of block c + o for each block offset o in turn (o = 0 first, then the
-  earlier blocks, then the later ones where bidirectional; local attention: o in {0, -1} or {0, -1, 1}),
-  with a running max and sum per query (online softmax), so no L x L matrix is formed: each step holds
-  (B heads L b) scores. Full attention visits every offset (O(L^2) work, O(L b) memory per step).
+* `chunked`: the positions cut into blocks of b (the window w for local attention, else `block_size`).
+  Full attention: the queries of block c meet the keys of block c + o for each block offset o in turn
+  (o = 0 first, then the earlier blocks, then the later ones where bidirectional), with a running max and
+  sum per query (online softmax), so no L x L matrix is formed: each step holds (B heads L b) scores
+  (O(L^2) work, O(L b) memory per step). Local attention: block c's queries meet the keys of blocks c - 1
+  and c (and c + 1 where bidirectional) in one fused `scaled_dot_product_attention` call per block, under
+  the mask of `allowed`; the fused kernel (flash attention on the CPU, memory-efficient attention on CUDA)
+  forms the scores tile by tile and recomputes them in the backward, so training keeps O(B heads L d)
+  instead of (B heads L 2w) scores per layer (ListOpsSubTrees: L about 8,000, w = 1,024).
 
 The rotary angles i * 10000^(-2m/d) are computed in float64 and rounded once to the layer's dtype.
 """
@@ -109,16 +113,15 @@ class Attention(Mixer):
     def chunked(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """Online softmax over key blocks (module docstring).     q (scaled), k, v (B heads L d) -> (B heads L d)"""
         cfg = self.config
+        if cfg.window is not None:
+            return self.local(q, k, v)
         B, n, L, d = q.shape
-        b = cfg.window or self.block_size
+        b = self.block_size
         nb = -(-L // b)                                                     # blocks, the last one padded
         pad = (0, 0, 0, nb * b - L)
         q, k, v = (F.pad(x, pad).view(B, n, nb, b, d) for x in (q, k, v))
         pos = torch.arange(nb * b, device=q.device).view(nb, b)             # (nb b) query positions
-        if cfg.window is not None:
-            offsets = [0, -1] + ([1] if cfg.bidirectional else [])
-        else:
-            offsets = list(range(0, -nb, -1)) + (list(range(1, nb)) if cfg.bidirectional else [])
+        offsets = list(range(0, -nb, -1)) + (list(range(1, nb)) if cfg.bidirectional else [])
         for o in offsets:
             k_o, v_o, kpos = (shift_blocks(x, o, fill) for x, fill in ((k, 0), (v, 0), (pos, -1)))
             ok = allowed(cfg, pos[:, :, None], kpos[:, None, :]) & (kpos >= 0)[:, None, :] & (kpos < L)[:, None, :]
@@ -132,6 +135,25 @@ class Attention(Mixer):
                 scale, p = torch.exp(m - m_new), torch.exp(s - m_new)
                 total, acc, m = total * scale + p.sum(dim=-1, keepdim=True), acc * scale + p @ v_o, m_new
         return (acc / total).view(B, n, nb * b, d)[:, :, :L]
+
+    def local(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """Local attention, one fused call over blocks (module docstring).   q (scaled), k, v (B heads L d) -> same"""
+        cfg = self.config
+        B, n, L, d = q.shape
+        b = cfg.window
+        nb = -(-L // b)                                                     # blocks, the last one padded
+        pad = (0, 0, 0, nb * b - L)
+        q, k, v = (F.pad(x, pad).view(B, n, nb, b, d) for x in (q, k, v))
+        offsets = [-1, 0] + ([1] if cfg.bidirectional else [])
+        k, v = (torch.cat([shift_blocks(x, o, 0) for o in offsets], dim=3) for x in (k, v))   # (B n nb kb d)
+        pos = torch.arange(nb * b, device=q.device).view(nb, b)             # (nb b) query positions
+        kpos = torch.cat([shift_blocks(pos, o, -1) for o in offsets], dim=1)                   # (nb kb)
+        ok = allowed(cfg, pos[:, :, None], kpos[:, None, :]) & ((kpos >= 0) & (kpos < L))[:, None, :]
+        # every query sees itself, so no row of the mask is empty; the fused kernels take a 4-d mask, here
+        # (1, n nb, b, kb) for the (B, n nb, b, d) queries
+        o = F.scaled_dot_product_attention(q.flatten(1, 2), k.flatten(1, 2), v.flatten(1, 2),
+                                           attn_mask=ok.repeat(n, 1, 1)[None], scale=1.0)
+        return o.view(B, n, nb * b, d)[:, :, :L]
 
 
 def shift_blocks(x: torch.Tensor, offset: int, fill: int) -> torch.Tensor:
