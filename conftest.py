@@ -19,6 +19,8 @@ the scope on purpose.
 import importlib.util
 import os
 
+import collections
+
 import pytest
 
 if "PYTEST_XDIST_WORKER_COUNT" in os.environ and importlib.util.find_spec("torch") is not None:
@@ -49,8 +51,12 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    # the quick report (minutes) first: with several workers, the other files then fill that time
-    items.sort(key=lambda item: "quick_report" not in getattr(item, "fixturenames", ()))
+    # The order in which the workers take the test files (`--dist loadfile`; addopts turns off xdist's own
+    # reordering): the quick report's file (one test, minutes) first, then the files with the most tests (the
+    # long ones, in the main), so that the two workers finish together instead of one waiting on a long tail.
+    per_file = collections.Counter(item.nodeid.split("::")[0] for item in items)
+    items.sort(key=lambda item: ("quick_report" not in getattr(item, "fixturenames", ()),
+                                 -per_file[item.nodeid.split("::")[0]], item.nodeid.split("::")[0]))
     if config.getoption("--benchmark"):
         selected = [item for item in items if "bench" in item.keywords]
         deselected = [item for item in items if "bench" not in item.keywords]

@@ -30,9 +30,10 @@ def materialised_P(name: str, M: np.ndarray, dtype: str) -> np.ndarray:
         import torch
         from linrnn.impls.torch.rotrnn import orthogonal
         return orthogonal(torch.tensor(M, dtype=getattr(torch, dtype))).double().numpy()
+    import jax
     import jax.numpy as jnp
     from linrnn.impls.jax.rotrnn import orthogonal
-    return np.asarray(orthogonal(jnp.asarray(M, dtype)), dtype=np.float64)
+    return np.asarray(jax.jit(orthogonal)(jnp.asarray(M, dtype)), dtype=np.float64)   # as the layer runs it
 
 
 @pytest.mark.parametrize("name", BACKENDS)
