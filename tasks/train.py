@@ -285,7 +285,8 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after
     bar = tqdm(total=total, initial=start, desc=f"{config.task} {config.model} {config.backend}", unit="step",
                disable=not (progress and lead), file=sys.stderr, dynamic_ncols=True)
     tic = time.perf_counter()
-    log = open(log_path, "a") if lead else None
+    # line-buffered: a long run's progress is on disk step by step (a resume truncates the log to its checkpoint)
+    log = open(log_path, "a", buffering=1) if lead else None
     try:
         batches = prefetched(source.train_batch, range(start, end), config.workers if config.is_data_task else 0)
         for step, batch in zip(range(start, end), batches):

@@ -57,6 +57,22 @@ def test_a_poisoned_batch_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_p
     assert resumed.steps_done == 6 and np.isfinite(resumed.losses).all()
 
 
+def test_the_log_holds_every_finished_step_while_the_run_goes_on(tmp_path, monkeypatch):
+    from linrnn.tasks.train import adapter_class
+
+    Adapter, seen = adapter_class("torch"), []
+    step_once = Adapter.train_step
+
+    def spy(self, batch, step, *args):
+        lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
+        seen.append(sum('"loss"' in line for line in lines))
+        return step_once(self, batch, step, *args)
+
+    monkeypatch.setattr(Adapter, "train_step", spy)
+    train(config(backend="torch", checkpoint_every=None, eval_every=None), tmp_path, progress=False)
+    assert seen == [0, 1, 2, 3, 4, 5]           # before step k, the k finished steps are already on disk
+
+
 @pytest.mark.parametrize("task", sorted(TASKS))
 def test_a_tiny_run_of_every_task_completes(tmp_path, task):
     length = max(TASKS[task].min_length, 8)
