@@ -142,6 +142,48 @@ def d4_scale(quick: bool) -> str:
             "(ListOpsSubTrees, PathfinderSegmentation) are the subtrees-segmentation experiment's")
 
 
+# -- D2: Shift at growing L, where each model stops solving ---------------------------------------------
+
+# The DLR paper's long-Shift protocol: one layer of H = 32, batch 4, the state size N fixed while L grows
+# (N = 4096 there, up to L = 2^20); here N = 1,024, so L = N, 2N, 4N. Above L = N the periodic
+# initialisation's phases repeat within the sequence (lags l and l + N look alike at initialisation), so a
+# model that solves Shift there has learnt phases off that grid, as the paper's runs must have.
+D2_LENGTHS = (1024, 2048, 4096)
+D2_STATE = 1024
+D2_STEPS = 800
+# (model, the `init` label, its fields): DLR with its synthetic-task initialisation (Delta = 1e-5,
+# |lambda|^L ~ 1 over every length here) and with its default one (Delta log-uniform in [1e-4, 1e-1]: most
+# modes forget within a few thousand steps); LRU and RotRNN with the grid's long-memory ring (0.999-0.9999)
+D2_VARIANTS = (("dlr", "synthetic", {}), ("dlr", "default", {"dt_min": 1e-4, "dt_max": 1e-1}),
+               ("lru", "ring", {}), ("rotrnn", "ring", {}))
+
+
+def d2_jobs(quick: bool) -> list[Job]:
+    from linrnn.tasks.grid import grid_config
+
+    lengths, steps, n = ((32, 64), 30, 16) if quick else (D2_LENGTHS, D2_STEPS, D2_STATE)
+    jobs = []
+    for length in lengths:                      # length-major: the costliest runs last
+        for model, init, fields in D2_VARIANTS:
+            # N complex modes for every model (RotRNN: 8 heads of 2N/8 real dimensions, N pairs in all)
+            state = {"d_state": 2 * n // 8} if model == "rotrnn" else {"d_state": n}
+            config = grid_config("shift", model, "torch", length, steps, 0, n_layers=1, batch_size=4, lr=5e-3,
+                                 **state, **fields)
+            jobs.append(Job({"task": "shift", "model": model, "init": init, "length": length}, config.to_dict()))
+    return jobs
+
+
+def d2_scale(quick: bool) -> str:
+    if quick:
+        return "toy: Shift at L = 32 and 64, N = 16, 30 steps"
+    return (f"Shift (8 delays, 0 to 7L/8) at L = {', '.join(f'{v:,}' for v in D2_LENGTHS)}, one layer of H = 32 with "
+            f"N = {D2_STATE:,} complex modes whatever L (the paper's long-Shift runs: N = 4,096, L up to 2^20), "
+            f"{D2_STEPS} steps of batch 4 at peak learning rate 5e-3 (paper: 1e-5 over many epochs), one seed; DLR "
+            "with its synthetic initialisation (Delta = 1e-5) and its default one (Delta in [1e-4, 1e-1]), LRU "
+            "(|lambda| in [0.999, 0.9999]), RotRNN (8 heads); L = 16,384 and beyond cost several seconds a step "
+            "here and were not run")
+
+
 # -- R8 on ListOps: the hidden-state norm study where the paper measured it ------------------------------
 
 def r8_setup(quick: bool) -> dict:
@@ -336,6 +378,10 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     Experiment("norm-position", ("D8",), "Pre- vs post-norm: DLR and a Transformer of matched size",
                "how much the final R^2 moves when LayerNorm moves from before the mixer to after the residual",
                d8_jobs, d8_scale, factor="norm"),
+    Experiment("long-shift", ("D2",), "Shift at growing L: DLR (two initialisations), LRU, RotRNN at a fixed "
+               "state size", "final validation R^2 on Shift, per model and length: the longest L each solves",
+               d2_jobs, d2_scale, factor="length",
+               note="solved: R^2 >= 0.99 (as D4); the state size stays fixed as L grows, as in the DLR paper"),
     Experiment("synthetic-tasks", ("D4",), "The 13 tasks: DLR, LRU and RotRNN, tasks grouped by the kernels "
                "they need", "validation R^2 at the end of training, per task, and its mean per group of tasks",
                d4_jobs, d4_scale, factor="backend",
@@ -534,12 +580,19 @@ def cells(runs: list[dict], keys: tuple[str, ...]) -> list[dict]:
 
 
 def table_keys(record: dict) -> tuple[str, ...]:
-    """The labels a record's table groups by: task, model and the experiment's varied factor, after the task's
-    group when every run has one (synthetic-tasks: few / many / context)."""
+    """The labels a record's table groups by: task, model (and its `init` when every run has one, long-shift) and
+    the experiment's varied factor, after the task's group when every run has one (synthetic-tasks: few / many /
+    context)."""
     factor = record.get("factor", "model")
     keys = ("task", "model") if factor == "model" else ("task", "model", factor)
     runs = record.get("runs") or []
-    return (("group",) + keys) if runs and all(isinstance(r, dict) and "group" in r for r in runs) else keys
+
+    def everywhere(label: str) -> bool:
+        return bool(runs) and all(isinstance(r, dict) and label in r for r in runs)
+
+    if everywhere("init"):                      # long-shift: one model in two initialisations
+        keys = keys[:2] + ("init",) + keys[2:]
+    return (("group",) + keys) if everywhere("group") else keys
 
 
 def table_cells(record: dict) -> list[dict]:

@@ -13,7 +13,8 @@ Verdicts are the ledger's (`linrnn.reports.ledger`), settled from the runs when 
             "missing": [{"experiment", "claims", "title", "command"}, ...]}
 
 `cells` are `linrnn.experiments.claims.cells` (the runs grouped over seeds); runs keep their labels,
-metric, value, status, steps and time per step (curves are left in the file).
+metric, value, status, steps, time per step and state size `d_state` (curves and the rest of the config
+are left in the file).
 """
 
 from __future__ import annotations
@@ -76,7 +77,9 @@ def load_stored(directory: Path) -> tuple[list[dict], list[list[str]]]:
     stored = []
     for path, record in files:
         keys = experiments.table_keys(record)
-        runs = [{**{k: run[k] for k in keys}, **{k: run.get(k) for k in RUN_KEYS}} for run in record["runs"]]
+        # d_state: the state size of each run (long-shift's verdict compares L with DLR's N)
+        runs = [{**{k: run[k] for k in keys}, **{k: run.get(k) for k in RUN_KEYS},
+                 "d_state": run["config"].get("d_state")} for run in record["runs"]]
         training = record.get("training_seconds")                   # absent from older records
         stored.append({"file": path.name, **{k: record[k] for k in RECORD_SHAPE if k != "runs"},
                        "training_seconds": training if _is_number(training) else None,

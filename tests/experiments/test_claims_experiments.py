@@ -228,6 +228,68 @@ def test_d4_runs_every_synthetic_task_both_frameworks_for_the_claims_pair_and_it
     assert claims.table_keys({"factor": "model", "runs": [run("listops", "lru", 0.5)]}) == ("task", "model")
 
 
+def d2_runs(dlr: dict, diverged: tuple = ()) -> list[dict]:
+    """Shift at L = 1024, 2048, 4096 (N = 1024) for every long-shift variant; DLR (synthetic) as given, the others
+    solve only the first length."""
+    out = []
+    for model, init, _ in claims.D2_VARIANTS:
+        for length in claims.D2_LENGTHS:
+            value = dlr[length] if (model, init) == ("dlr", "synthetic") else (0.995 if length == 1024 else 0.3)
+            r = {**run("shift", model, value), "init": init, "length": length, "d_state": 1024}
+            if (model, init, length) in diverged:
+                r.update(status="diverged", value=None)
+            out.append(r)
+    return out
+
+
+@pytest.mark.parametrize("dlr, diverged, verdict, longest", [
+    ({1024: 0.999, 2048: 0.995, 4096: 0.991}, (), "reproduced", "solves up to L = 4096"),
+    ({1024: 0.999, 2048: 0.97, 4096: 0.2}, (), "inconclusive", "solves up to L = 1024"),    # fails only beyond N
+    ({1024: 0.4, 2048: 0.3, 4096: 0.2}, (), "contradicted", "solves no length run"),        # fails at L = N
+    ({1024: 0.999, 2048: 0.995, 4096: 0.991}, (("dlr", "synthetic", 4096),), "inconclusive", "solves up to L = 2048")])
+def test_d2_asks_dlr_to_solve_every_length_and_fails_it_only_within_its_state_size(dlr, diverged, verdict, longest):
+    [part] = settle(ledger.D2_EXPERIMENT, [planted("long-shift", d2_runs(dlr, diverged))])
+    assert part.verdict == verdict
+    assert f"dlr (synthetic): L = 1024: {dlr[1024]:.3f}" in part.evidence and longest in part.evidence
+    assert "dlr (default): L = 1024: 0.995, L = 2048: 0.300, L = 4096: 0.300 (solves up to L = 1024)" in part.evidence
+    assert {"lru (ring)", "rotrnn (ring)"} <= {t.split(":")[0].strip() for t in part.evidence.split(";")}
+
+
+def test_d2_runs_every_variant_at_every_length_with_the_state_size_fixed_and_its_table_names_the_init():
+    jobs = claims.d2_jobs(False)
+    assert len(jobs) == len(claims.D2_VARIANTS) * len(claims.D2_LENGTHS)
+    assert [j.config["length"] for j in jobs] == sorted(j.config["length"] for j in jobs)     # longest last
+    for job in jobs:
+        config = TrainConfig(**job.config)
+        modes = config.d_state * config.heads // 2 if config.model == "rotrnn" else config.d_state
+        assert modes == claims.D2_STATE and config.n_layers == 1 and config.batch_size == 4
+        dt = (config.dt_min, config.dt_max)
+        if config.model == "dlr":
+            assert dt == ((1e-5, 1e-5) if job.labels["init"] == "synthetic" else (1e-4, 1e-1))
+    record = {"factor": "length", "runs": d2_runs({1024: 1.0, 2048: 1.0, 4096: 1.0})}
+    assert claims.table_keys(record) == ("task", "model", "init", "length")
+    assert len(claims.table_cells(record)) == len(jobs)
+
+
+def test_d2_settles_from_a_stored_record_as_the_report_reads_it(tmp_path):
+    """Through the report's reader: the runs' state size comes from their configs."""
+    jobs = claims.d2_jobs(False)
+    values = {1024: 0.995, 2048: 0.96, 4096: 0.3}
+    runs = [{"name": j.name, **j.labels, "config": j.config, "status": "ok", "metric": "r2",
+             "value": values[j.labels["length"]], "steps": 800, "seconds_per_step": 0.5} for j in jobs]
+    experiment = claims.EXPERIMENTS["long-shift"]
+    record = {"schema_version": claims.SCHEMA, "experiment": "long-shift", "claims": ["D2"], "title": experiment.title,
+              "question": experiment.question, "scale": experiment.scale(False), "factor": "length",
+              "note": experiment.note, "quick": False, "complete": True, "command": "linrnn experiment long-shift",
+              "date": "2026-12-01T00:00:00+00:00", "machine": {}, "libraries": {}, "seconds": 1.0, "runs": runs}
+    claims.write(tmp_path / "experiment-long-shift.json", record)
+    stored, skipped = section.load_stored(tmp_path)
+    assert skipped == [] and {r["d_state"] for r in stored[0]["runs"]} == {claims.D2_STATE, claims.D2_STATE // 4}
+    [part] = settle(ledger.D2_EXPERIMENT, stored)
+    assert part.verdict == "inconclusive" and "dlr (synthetic): L = 1024: 0.995" in part.evidence
+    assert f"at L <= its N = {claims.D2_STATE}" in part.evidence
+
+
 def r8_runs(rotrnn: tuple, lru: tuple) -> list[dict]:
     return [{**run("listops", model, v, seed), "layer": layer} for layer in (0, 1, 2)
             for model, values in (("rotrnn", rotrnn), ("lru", lru)) for seed, v in enumerate(values)]

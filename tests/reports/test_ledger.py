@@ -136,7 +136,26 @@ def test_every_not_run_row_has_a_command_except_d7_which_has_a_reason():
 
 def test_only_the_claims_with_a_full_scale_setting_carry_its_commands():
     rows = ledger.build({})
-    assert {r["id"] for r in rows if r["full_scale"]} == {"R6", "R7", "D1", "D5", "D6"}
+    assert {r["id"] for r in rows if r["full_scale"]} == {"R6", "R7", "D1", "D2", "D5", "D6"}
+
+
+def test_d2_full_scale_runs_are_grid_commands_whose_configs_resolve_at_every_length():
+    from linrnn.tasks.grid import grid_config
+
+    command = row(ledger.build({}), "D2")["full_scale"]
+    assert command.startswith("for L in 16384 65536 262144 1048576; do ") and command.endswith("; done")
+    lengths = command.split(";")[0].split()[3:]
+    runs = command.split("; do ")[1].removesuffix("; done").split(" ; ")
+    assert len(runs) == 4                                    # DLR in two initialisations, LRU, RotRNN
+    for run in runs:
+        words = run.split()
+        assert words[:3] == ["linrnn", "tasks", "grid"], run
+        options = dict(zip(words[3::2], words[4::2]))          # the last --set wins here; not used below
+        fields = dict(words[i + 1].split("=") for i, w in enumerate(words) if w == "--set")
+        for length in lengths:
+            config = grid_config("shift", options["--models"], "torch", int(length), int(options["--steps"]),
+                                 **{k: float(v) if "." in v or "e" in v else int(v) for k, v in fields.items()})
+            assert config.batch_size == 4 and config.lr == 1e-5
 
 
 def test_a_malformed_record_is_not_run_here_with_the_reason():
