@@ -279,6 +279,38 @@ def dlr_chunk_forward(chunk: int | None, B: int = 8, L: int = 4096, H: int = 128
     return forward
 
 
+def dlr_forward_parts(B: int = 8, L: int = 4096, H: int = 128, N: int = 128, dtype: str = "float32",
+                      seed: int = 0) -> dict[str, Callable[[], torch.Tensor]]:
+    """DLR's `conv` forward and its two parts, each alone (inference): what bounds the layer's forward.
+
+    'layer conv'          the whole layer, as `make_forward('dlr', 'conv', ...)` runs it;
+    'kernel alone'        K = Re(W lambda^l) + D at lag 0, (L H), from the raw parameters;
+    'FFT convolution'     the depthwise causal convolution of u with that K (zero-padded real FFTs).
+    """
+    from linrnn.impls.torch import dlr
+    from linrnn.impls.torch.conv import depthwise_conv
+
+    layer = dlr.DLR.from_bundle(init(layer_config("dlr", H, N), seed), torch_dtype(dtype))
+    u = torch.randn(B, L, H, generator=torch.Generator().manual_seed(seed), dtype=layer.dtype)
+    with torch.no_grad():
+        f = layer.materialise()
+        K = dlr.kernel(f.log_lam, f.W, L, f.D)
+
+    @torch.no_grad()
+    def whole() -> torch.Tensor:
+        return layer(u, "conv", final_state=False)[0]
+
+    @torch.no_grad()
+    def kernel_alone() -> torch.Tensor:
+        g = layer.materialise()
+        return dlr.kernel(g.log_lam, g.W, L, g.D)
+
+    @torch.no_grad()
+    def convolution() -> torch.Tensor:
+        return depthwise_conv(K, u)
+    return {"layer conv": whole, "kernel alone": kernel_alone, "FFT convolution": convolution}
+
+
 if __name__ == "__main__":     # python -m linrnn.impls.torch.bench [threads]: the numbers behind scan.py's choice
     import sys
 

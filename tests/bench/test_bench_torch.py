@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from linrnn.impls.torch import MODES
-from linrnn.impls.torch.bench import dlr_chunk_forward, make_forward, scan_candidates
+from linrnn.impls.torch.bench import dlr_chunk_forward, dlr_forward_parts, make_forward, make_gemm_floor, scan_candidates
 
 B, L, H, N, HEADS = 8, 4096, 128, 128, 16
 SECONDS_PER_TEST = 4.0
@@ -62,3 +62,17 @@ def test_torch_dlr_chunk(benchmark, chunk):
     y = _timed(benchmark, forward, {"backend": "torch", "what": "dlr chunk sweep", "chunk": chunk, "B": B, "L": L,
                                     "H": H, "N": N, "dtype": "float32", "threads": torch.get_num_threads()})
     assert y.shape == (B, L, H)
+
+
+@pytest.mark.bench
+@pytest.mark.parametrize("part", ["layer conv", "kernel alone", "FFT convolution", "GEMM floor"])
+def test_torch_dlr_forward_parts(benchmark, part):
+    """DLR's conv forward, its kernel and its FFT convolution alone, and the GEMM floor, at the sizes above:
+    the measurement behind docs/speed.md's "DLR's forward targets" (the convolution alone exceeds them)."""
+    if part == "GEMM floor":
+        forward, info = make_gemm_floor("forward", B, L, H, N, dtype="float32")
+    else:
+        forward = dlr_forward_parts(B, L, H, N, dtype="float32")[part]
+        info = {"backend": "torch", "what": "dlr forward parts", "B": B, "L": L, "H": H, "N": N}
+    y = _timed(benchmark, forward, {**info, "part": part, "dtype": "float32", "threads": torch.get_num_threads()})
+    assert bool(torch.isfinite(y).all())
