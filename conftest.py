@@ -52,10 +52,11 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     # The order in which the workers take the test files (`--dist loadfile`; addopts turns off xdist's own
-    # reordering): the quick report's file (one test, minutes) first, then the files with the most tests (the
-    # long ones, in the main), so that the two workers finish together instead of one waiting on a long tail.
+    # reordering): the quick report's file (one test, minutes) first, then the files marked `slow` (a minute
+    # or more each), then the files with the most tests, so that the workers finish together instead of one
+    # waiting on a long file taken last.
     per_file = collections.Counter(item.nodeid.split("::")[0] for item in items)
-    items.sort(key=lambda item: ("quick_report" not in getattr(item, "fixturenames", ()),
+    items.sort(key=lambda item: ("quick_report" not in getattr(item, "fixturenames", ()), "slow" not in item.keywords,
                                  -per_file[item.nodeid.split("::")[0]], item.nodeid.split("::")[0]))
     if config.getoption("--benchmark"):
         selected = [item for item in items if "bench" in item.keywords]

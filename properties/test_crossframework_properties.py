@@ -18,6 +18,8 @@ from linrnn.impls.tolerance import assert_close
 from linrnn.impls.crosscheck import (KINDS, MODES, Shape, applicable, compare_gradients, jax_output_and_grads,
                                        mixer_config, torch_output_and_grads)
 
+pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)
+
 SHAPES = (Shape(2, 7, 3, 4, False, True), Shape(1, 9, 2, 2, True, True))   # L = 1: crosscheck tests
 
 

@@ -27,6 +27,8 @@ from linrnn.impls.jax.layer import complex_dtype
 from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.tolerance import assert_close, basis_scale
 
+pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)
+
 KINDS = ("rotrnn", "lru", "dlr", "s4d")
 DTYPES = ("float32", "float64")
 # (B, L, H, N, heads): N is RotRNN's state per head; few shapes, few compiles

@@ -20,6 +20,8 @@ from linrnn.impls.jax import from_bundle, layer
 from linrnn.impls.reference import spectral_radius
 from linrnn.impls.tolerance import assert_close
 
+pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)
+
 L = 5
 CONFIGS = {
     "rotrnn": RotRNNConfig(d_model=2, d_state=4, heads=1, gamma_max=0.99),  # N = 2 would make P cancel

@@ -31,6 +31,8 @@ from linrnn.impls.jax import from_bundle, layer, scan
 from linrnn.impls.reference import spectral_radius
 from linrnn.impls.tolerance import assert_close
 
+pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)
+
 N = 5
 R_MAX = 0.999
 LAYER_L = 151       # T = 16: 10 chunks, the last 9 positions padded; DLR: 3 chunks of 64, their carries by chunked

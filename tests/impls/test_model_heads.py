@@ -26,6 +26,8 @@ from linrnn.impls.reference import model as reference, spectral_radius
 from linrnn.impls.tolerance import assert_close
 from linrnn.impls.torch import Model
 
+pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)
+
 H, L = 4, 9
 MIXERS = {"lru": LRUConfig(d_model=H, d_state=3, r_max=0.99),
           "rotrnn": RotRNNConfig(d_model=H, d_state=4, heads=2, gamma_max=0.99)}   # N = 2 would make P cancel

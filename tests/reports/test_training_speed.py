@@ -26,6 +26,8 @@ from linrnn.reports.render import render
 from linrnn.reports.results import read_results, write_result
 from linrnn.reports.sections import training_speed as section
 
+pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)
+
 TINY = dict(batch=1, width=8, state=8, heads=2)
 KEYS = {"framework", "implementation", "direction", "L", "ms", "repeats", "peak_bytes", "peak_over_BLH4",
         "xla_bytes", "skipped", "over_gemm_floor", "over_s5_pytorch"}

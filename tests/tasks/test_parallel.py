@@ -28,6 +28,8 @@ from linrnn.tasks.data.generate import GENERATORS
 from linrnn.tasks.data.generate.listops import TreeConfig, generate
 from linrnn.tasks.train import DataSource, SyntheticSource, adapter_class, train
 
+pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)
+
 TINY = dict(d_model=8, d_state=4, heads=2, n_layers=1, norm="layer", dropout=0.0, dtype="float64", batch_size=4,
             steps=3, eval_every=2)
 LISTOPS = dict(TINY, task="listops", model="lru", eval_batches=None)          # val, test: 2 batches each
