@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from linrnn.impls.torch import MODES
-from linrnn.impls.torch.bench import dlr_chunk_forward, dlr_forward_parts, make_forward, make_gemm_floor, scan_candidates
+from linrnn.impls.torch.bench import (dlr_chunk_forward, dlr_forward_parts, make_forward, make_gemm_floor, make_peer,
+                                      scan_candidates)
 
 B, L, H, N, HEADS = 8, 4096, 128, 128, 16
 SECONDS_PER_TEST = 4.0
@@ -65,11 +66,19 @@ def test_torch_dlr_chunk(benchmark, chunk):
 
 
 @pytest.mark.bench
-@pytest.mark.parametrize("part", ["layer conv", "kernel alone", "FFT convolution", "GEMM floor"])
+@pytest.mark.parametrize("part", ["layer conv", "kernel alone", "FFT convolution", "GEMM floor", "s5-pytorch"])
 def test_torch_dlr_forward_parts(benchmark, part):
-    """DLR's conv forward, its kernel and its FFT convolution alone, and the GEMM floor, at the sizes above:
-    the measurement behind docs/speed.md's "DLR's forward targets" (the convolution alone exceeds them)."""
-    if part == "GEMM floor":
+    """DLR's conv forward, its kernel and its FFT convolution alone, beside the GEMM floor and s5-pytorch (the
+    targets' two yardsticks; skipped with the reason without the [peers] extra), at the sizes above: the
+    measurement behind docs/speed.md's "DLR's forward targets" (the convolution alone exceeds them)."""
+    if part == "s5-pytorch":
+        from linrnn.impls.torch import peers
+
+        reason = peers.missing_reason(part)
+        if reason:
+            pytest.skip(reason)
+        forward, info = make_peer(part, "forward", B, L, H, N, dtype="float32")
+    elif part == "GEMM floor":
         forward, info = make_gemm_floor("forward", B, L, H, N, dtype="float32")
     else:
         forward = dlr_forward_parts(B, L, H, N, dtype="float32")[part]
