@@ -281,24 +281,33 @@ def dlr_chunk_forward(chunk: int | None, B: int = 8, L: int = 4096, H: int = 128
 
 def dlr_forward_parts(B: int = 8, L: int = 4096, H: int = 128, N: int = 128, dtype: str = "float32",
                       seed: int = 0) -> dict[str, Callable[[], torch.Tensor]]:
-    """DLR's `conv` forward and its two parts, each alone (inference): what bounds the layer's forward.
+    """DLR's forwards and their parts, each alone (inference): what bounds the layer's forward.
 
-    'layer conv'          the whole layer, as `make_forward('dlr', 'conv', ...)` runs it;
+    'layer conv'          the whole layer in `conv`, as `make_forward('dlr', 'conv', ...)` runs it;
     'kernel alone'        K = Re(W lambda^l) + D at lag 0, (L H), from the raw parameters;
-    'FFT convolution'     the depthwise causal convolution of u with that K (zero-padded real FFTs).
+    'FFT convolution'     the depthwise causal convolution of u with that K (zero-padded real FFTs);
+    'layer scan'          the whole layer in `scan` (`dlr.ChunkedScan`, chunks of `dlr.chunk_length` positions);
+    'scan carries'        its pass over the chunks alone (`dlr.carries`: each chunk's free response and the
+                          state it leaves, two products of (B H) rows with a (T 2N) block of powers per chunk),
+                          without the in-chunk convolution.
     """
     from linrnn.impls.torch import dlr
     from linrnn.impls.torch.conv import depthwise_conv
 
     layer = dlr.DLR.from_bundle(init(layer_config("dlr", H, N), seed), torch_dtype(dtype))
     u = torch.randn(B, L, H, generator=torch.Generator().manual_seed(seed), dtype=layer.dtype)
+    T = dlr.chunk_length(L, N)
     with torch.no_grad():
         f = layer.materialise()
         K = dlr.kernel(f.log_lam, f.W, L, f.D)
+        chunks = dlr._padded_chunks(u, T)
+        y = torch.zeros_like(chunks)
 
-    @torch.no_grad()
-    def whole() -> torch.Tensor:
-        return layer(u, "conv", final_state=False)[0]
+    def whole(mode: str):
+        @torch.no_grad()
+        def run() -> torch.Tensor:
+            return layer(u, mode, final_state=False)[0]
+        return run
 
     @torch.no_grad()
     def kernel_alone() -> torch.Tensor:
@@ -308,7 +317,13 @@ def dlr_forward_parts(B: int = 8, L: int = 4096, H: int = 128, N: int = 128, dty
     @torch.no_grad()
     def convolution() -> torch.Tensor:
         return depthwise_conv(K, u)
-    return {"layer conv": whole, "kernel alone": kernel_alone, "FFT convolution": convolution}
+
+    @torch.no_grad()
+    def scan_carries() -> torch.Tensor:
+        g = layer.materialise()
+        return torch.view_as_real(dlr.carries(g.log_lam, g.W, chunks, L, None, False, y.zero_()))
+    return {"layer conv": whole("conv"), "kernel alone": kernel_alone, "FFT convolution": convolution,
+            "layer scan": whole("scan"), "scan carries": scan_carries}
 
 
 if __name__ == "__main__":     # python -m linrnn.impls.torch.bench [threads]: the numbers behind scan.py's choice

@@ -40,14 +40,16 @@ def causal_conv(k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 
 # -- the depthwise real convolution as one autograd Function ----------------------------------------
 
-BLOCK = 2**21       # at most this many complex frequency entries (B x channels x n/2) per block of channels
-SHARE = 32          # and at most 1/SHARE of the channels at once (if there are that many): at n ~ 2L each
+SHARE = 8           # at most 1/SHARE of the channels at once (when there are more than LINE): at n ~ 2L each
                     # spectrum of a block is 2 / SHARE the size of u, and a block holds about three
+LINE = 16           # and at least this many: u and y are (B L H), channels last, and a block of fewer than
+                    # a 64-byte cache line of float32 channels reads and writes every line several times
 
 
-def channel_block(B: int, H: int, n: int) -> int:
-    """Channels per block: the FFT temporaries of one block stay a small part of the layer's memory."""
-    return max(1, min(BLOCK // max(1, B * (n // 2 + 1)), -(-H // SHARE)))
+def channel_block(H: int) -> int:
+    """Channels per block: the FFT temporaries of one block stay a small part of the layer's memory, and
+    a block is at least a cache line of channels wide (docs/speed.md, "DLR's FFT convolution")."""
+    return min(H, max(LINE, -(-H // SHARE)))
 
 
 class DepthwiseConv(torch.autograd.Function):
@@ -66,40 +68,46 @@ class DepthwiseConv(torch.autograd.Function):
     @staticmethod
     def forward(ctx, k, u):
         ctx.save_for_backward(k, u)
-        return _depthwise_forward(k, u)
+        return depthwise_forward(k, u)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, g):
-        k, u = ctx.saved_tensors
-        (Lk, H), (B, L, _) = k.shape, u.shape
-        n = fft_length(L, Lk)
-        g_k = torch.empty_like(k) if ctx.needs_input_grad[0] else None
-        g_u = torch.empty_like(u) if ctx.needs_input_grad[1] else None
-        for h in _channel_blocks(B, H, n):
-            G = torch.fft.rfft(g[:, :, h].movedim(1, -1), n=n)                    # (B h n/2+1)
-            if g_u is not None:
-                K = torch.fft.rfft(k[:, h].movedim(0, -1), n=n)
-                g_u[:, :, h] = torch.fft.irfft(G * K.conj(), n=n)[..., :L].movedim(-1, 1)
-            if g_k is not None:
-                U = torch.fft.rfft(u[:, :, h].movedim(1, -1), n=n)
-                g_k[:, h] = torch.fft.irfft(U.conj_physical_().mul_(G).sum(0), n=n)[..., :Lk].T
-        return g_k, g_u
+        return depthwise_gradients(*ctx.saved_tensors, g, *ctx.needs_input_grad)
 
 
-def _depthwise_forward(k: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+def depthwise_gradients(k: torch.Tensor, u: torch.Tensor, g: torch.Tensor, need_k: bool = True,
+                        need_u: bool = True) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """The gradients of `depthwise_conv(k, u)` from g, the gradient of its output: (g_k or None, g_u or None)."""
+    (Lk, H), (B, L, _) = k.shape, u.shape
+    n = fft_length(L, Lk)
+    g_k = torch.empty_like(k) if need_k else None
+    g_u = torch.empty_like(u) if need_u else None
+    for h in _channel_blocks(H):
+        G = torch.fft.rfft(g[:, :, h].movedim(1, -1), n=n)                        # (B h n/2+1)
+        if g_u is not None:
+            K = torch.fft.rfft(k[:, h].movedim(0, -1), n=n)
+            g_u[:, :, h] = torch.fft.irfft(G * K.conj(), n=n)[..., :L].movedim(-1, 1)
+        if g_k is not None:
+            U = torch.fft.rfft(u[:, :, h].movedim(1, -1), n=n)
+            g_k[:, h] = torch.fft.irfft(U.conj_physical_().mul_(G).sum(0), n=n)[..., :Lk].T
+    return g_k, g_u
+
+
+def depthwise_forward(k: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """`depthwise_conv` without a graph."""
     (Lk, H), (B, L, _) = k.shape, u.shape
     n = fft_length(L, Lk)
     y = torch.empty_like(u)                                                       # (B L H)
-    for h in _channel_blocks(B, H, n):
+    for h in _channel_blocks(H):
         U = torch.fft.rfft(u[:, :, h].movedim(1, -1), n=n)                        # (B h n/2+1)
         K = torch.fft.rfft(k[:, h].movedim(0, -1), n=n)                           # (h n/2+1)
         y[:, :, h] = torch.fft.irfft(U.mul_(K), n=n)[..., :L].movedim(-1, 1)
     return y
 
 
-def _channel_blocks(B: int, H: int, n: int) -> list[slice]:
-    size = channel_block(B, H, n)
+def _channel_blocks(H: int) -> list[slice]:
+    size = channel_block(H)
     return [slice(s, min(H, s + size)) for s in range(0, H, size)]
 
 
@@ -107,4 +115,4 @@ def depthwise_conv(k: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     """`causal_conv` for a real kernel k (Lk H) and real input u (B L H), with its own backward."""
     if torch.is_grad_enabled() and (k.requires_grad or u.requires_grad):
         return DepthwiseConv.apply(k, u)
-    return _depthwise_forward(k, u)
+    return depthwise_forward(k, u)

@@ -20,13 +20,14 @@ rather than keeping it (`_recomputed`). Routes of the views:
   when the caller drops the state: `final_state=False`);
 * `scan`: the chunked scan in kernel form (`ChunkedScan`). The state is H x N per position while the
   input is one number per channel, so each chunk of T positions is the `conv` route on the chunk from
-  the state the chunk before left: the causal convolution with K_{<T} (FFT), the free response of the
-  entering state, and the state after the chunk (a product with lambda^(T-1-s)), so that the carries
-  are S_c = lambda^T S_{c-1} + (the chunk's own end state). Work O(B L H N) in matrix products, and
-  no (B L H N) state trajectory (8.6 GB at B=8, L=4096, H=N=128 in float64): one (B H N) state per
-  chunk, which is all the backward keeps besides u (it runs each chunk again). It does the work of
-  `conv` plus the carries, so it is never faster: conv is the view to use for DLR, the scan its
-  independent recurrent check (`chunk_length` for T; timings and memory in docs/speed.md);
+  the state the chunk before left: the causal convolution with K_{<T} (one FFT over all chunks), the
+  free response of the entering state, and the state after the chunk (a product with lambda^(T-1-s)),
+  so that the carries are S_c = lambda^T S_{c-1} + (the chunk's own end state). Work O(B L H N) in
+  matrix products, and no (B L H N) state trajectory (8.6 GB at B=8, L=4096, H=N=128 in float64): one
+  (B H N) state per chunk, which is all the backward keeps besides u; the backward is the adjoint of
+  the carries, over the chunks in reverse. It does the work of `conv` plus the carries, so it is never
+  faster: conv is the view to use for DLR, the scan its independent recurrent check (`chunk_length`
+  for T; timings and memory in docs/speed.md);
 * `sequential`, `step`: the plain loop over positions on the (B H N) state as real pairs, rotated by
   real 2x2 rotation-scalings, read out at every position.
 
@@ -47,7 +48,7 @@ from torch.utils.checkpoint import checkpoint
 
 from linrnn.impls.config import DLRConfig
 from linrnn.impls.torch import scan as scans
-from linrnn.impls.torch.conv import depthwise_conv
+from linrnn.impls.torch.conv import depthwise_conv, depthwise_forward, depthwise_gradients
 from linrnn.impls.torch.layer import Mixer
 from linrnn.impls.torch.scan import complex_dtype
 
@@ -176,61 +177,127 @@ def _causal(K, log_lam, W, u, x0, with_state):
 
 
 class ChunkedScan(torch.autograd.Function):
-    """The scan view's causal part: chunks of T positions in turn, each `_causal` with the kernel K = K_{<T}
-    from the state the chunk before left (S_c = lambda^T S_{c-1} + the chunk's own end state).
+    """The scan view's causal part in kernel form: chunks of T = len(K) positions, each started from the state
+    the chunk before left.
 
-    For the backward it keeps u, K and the state entering every chunk, (B H N) complex each: in all
-    2N / T times the size of u. The backward runs the chunks again from the last to the first, each from
-    its saved state, with autograd, and hands the gradient of that state to the chunk before: it holds one
-    chunk's graph at a time, and writes the gradient of u in place. Autograd through the whole sequence
-    would instead keep every chunk's input, free response and products until the backward.
+    With u_c the c-th chunk (zero-padded after the sequence to C = ceil(L / T) whole chunks; r_c its real
+    length) and X_c the state entering it,
 
-    (K (T H), log_lam, W, u, x0 or None, with_state) -> y (B L H), x_L (B H N) complex or None
+        y_c     = K_{<T} * u_c + Re(W lambda^(t+1) X_c),   t < T        (in-chunk convolution + free response)
+        X_{c+1} = lambda^(r_c) X_c + E_c,   X_0 = x0 (or 0)             (the carries; X_C is the final state)
+        E_c     = sum_{s < r_c} lambda^(r_c-1-s) u_{c,s}                 (the state chunk c leaves from zero)
+
+    The convolution is one FFT over all chunks (`conv.depthwise_forward`); then one pass over the chunks
+    adds each free response and forms the next carry, each a matrix product of (B H) rows with a (T 2N)
+    block of powers. The graph keeps u, K and the C + 1 carries (B H N complex each: 2N / T times the
+    size of u), nothing per position.
+
+    The backward is the adjoint of the carries, run over the chunks in reverse: with a the gradient
+    arriving at X_{c+1},
+
+        grad E_c = a,   grad X_c = conj(lambda^(r_c)) a + conj(W) F_c,   F_c = sum_t g_{c,t} conj(lambda^(t+1))
+        grad W  += sum_b conj(X_c) F_c,    grad lambda^(r_c) += sum_{b,h} a conj(X_c),    grad x0 = grad X_0
+
+    and the products' gradients with respect to u and to the blocks of powers (chained to log lambda by
+    d lambda^k / d log lambda = k lambda^k); the convolution's gradients are `conv.depthwise_gradients`.
+    The gradient of u is written into one buffer. Four products per chunk in the backward, two in the
+    forward, and nothing is computed twice.
+
+    (K (T H), log_lam (N,), W (H N), u (B L H), x0 (B H N) complex or None, with_state) -> y (B L H), x_L or None
     """
 
     @staticmethod
     def forward(ctx, K, log_lam, W, u, x0, with_state):
-        L = u.shape[1]
-        y = torch.empty_like(u)                                             # (B L H)
-        x, entering = x0, []
-        for s, e in _chunks(L, K.shape[0]):
-            entering.append(x)
-            y[:, s:e], x = _causal(K[:e - s], log_lam, W, u[:, s:e], x, with_state or e < L)
-        ctx.save_for_backward(K, log_lam, W, u, *entering)
-        ctx.with_state = with_state
-        return y, x
+        (T, H), (B, L, _), N = K.shape, u.shape, log_lam.shape[0]
+        C = -(-L // T)
+        chunks = _padded_chunks(u, T)                                       # (B C T H)
+        y = depthwise_forward(K, chunks.view(B * C, T, H)).view(B, C, T, H)
+        X = carries(log_lam, W, chunks, L, x0, with_state, y)
+        ctx.save_for_backward(K, log_lam, W, u, X)
+        ctx.has_x0, ctx.with_state = x0 is not None, with_state
+        return y.view(B, C * T, H)[:, :L], (X[:, C].clone() if with_state else None)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, g_y, g_x):
-        K, log_lam, W, u, *entering = ctx.saved_tensors
-        needs = ctx.needs_input_grad[:5]
-        g_u = torch.empty_like(u) if needs[3] else None
-        totals = [torch.zeros_like(t) if need else None for t, need in zip((K, log_lam, W), needs)]
-        g_state = g_x if ctx.with_state else None
-        for (s, e), x in reversed(list(zip(_chunks(u.shape[1], K.shape[0]), entering))):
-            *grads, g_u_chunk, g_state = _chunk_gradients(K[:e - s], log_lam, W, u[:, s:e], x, g_y[:, s:e], g_state)
-            for total, grad in zip(totals, grads):
-                if total is not None:
-                    total[:grad.shape[0]] += grad                           # a short last chunk: K's first rows
-            if g_u is not None:
-                g_u[:, s:e] = g_u_chunk
-        return *totals, g_u, g_state if needs[4] else None, None
+        K, log_lam, W, u, X = ctx.saved_tensors
+        need_K, need_log, need_W, need_u, need_x0 = ctx.needs_input_grad[:5]
+        (T, H), (B, L, _), N = K.shape, u.shape, log_lam.shape[0]
+        C = -(-L // T)
+        chunks, g_chunks = _padded_chunks(u, T), _padded_chunks(g_y, T)     # (B C T H)
+        g_K, g_u = depthwise_gradients(K, chunks.view(B * C, T, H), g_chunks.view(B * C, T, H), need_K, need_u)
+        g_u = None if g_u is None else g_u.view(B, C, T, H)
+        P_free = _powers(log_lam, 1, T + 1)                                 # (T 2N)
+        P_free_conj = P_free * torch.tensor([1.0, -1.0], dtype=P_free.dtype, device=P_free.device).repeat(N)
+        g_W, g_P_free, g_log = torch.zeros_like(W), torch.zeros_like(P_free), torch.zeros_like(log_lam)
+        a = g_x.clone() if ctx.with_state and g_x is not None else torch.zeros_like(X[:, 0])   # grad of X_{c+1}
+        for c in reversed(range(C)):
+            if c < C - 1 or ctx.with_state:
+                r = min(T, L - c * T)
+                steps = torch.arange(r - 1, -1, -1, dtype=u.dtype, device=u.device)           # r-1-s
+                P_adv = _powers(log_lam, 0, r, descending_from=r - 1)                          # (r 2N)
+                a_pairs = torch.view_as_real(a).flatten(-2)                                    # (B H 2N)  grad E_c
+                if g_u is not None:
+                    g_u[:, c, :r] += (a_pairs @ P_adv.T).transpose(1, 2)
+                if need_log:
+                    g_P_adv = chunks[:, c, :r].transpose(0, 1).reshape(r, B * H) @ a_pairs.reshape(B * H, 2 * N)
+                    g_log += _power_gradient(log_lam, g_P_adv, steps)
+                    g_log += r * _power(log_lam, r).conj() * (a * X[:, c].conj()).sum((0, 1))
+                a = _power(log_lam, r).conj() * a
+            if c > 0 or ctx.has_x0:
+                F = torch.view_as_complex((g_chunks[:, c].transpose(1, 2) @ P_free_conj).unflatten(-1, (N, 2)))
+                if need_W:
+                    g_W += (X[:, c].conj() * F).sum(0)
+                if need_log:
+                    G = _conj_pairs(W * X[:, c]).reshape(B * H, 2 * N)
+                    g_P_free += g_chunks[:, c].transpose(0, 1).reshape(T, B * H) @ G
+                a = a + W.conj() * F
+        if need_log:
+            g_log += _power_gradient(log_lam, g_P_free, torch.arange(1, T + 1, dtype=u.dtype, device=u.device))
+        g_u = None if g_u is None else g_u.view(B, C * T, H)[:, :L]
+        return g_K, g_log if need_log else None, g_W if need_W else None, g_u, \
+            a if ctx.has_x0 and need_x0 else None, None
 
 
-def _chunk_gradients(K, log_lam, W, u, x, g_y, g_state):
-    """One chunk of `ChunkedScan` run again with autograd: the gradients of K, log_lam, W, u and x (None if
-    x is None), from those of its y and (g_state not None) of the state it leaves."""
-    inputs = [t if t is None else t.detach().requires_grad_() for t in (K, log_lam, W, u, x)]
-    with torch.enable_grad():
-        y, x_end = _causal(*inputs, g_state is not None)
-    outputs, weights = ([y, x_end], [g_y, g_state]) if g_state is not None else ([y], [g_y])
-    grads = iter(torch.autograd.grad(outputs, [t for t in inputs if t is not None], weights, materialize_grads=True))
-    return [None if t is None else next(grads) for t in inputs]
+def carries(log_lam, W, chunks, L, x0, with_state, y):
+    """`ChunkedScan`'s pass over the chunks: add each chunk's free response to y, in place, and form the carries.
+
+    log_lam (N,), W (H N), chunks and y (B C T H) (u and the in-chunk convolution, whole chunks), L the real
+    length, x0 (B H N) complex or None -> X (B C+1 H N) complex: X_c enters chunk c; X_C (the final state)
+    is formed only with_state.
+    """
+    (B, C, T, H), N = chunks.shape, log_lam.shape[0]
+    P_free = _powers(log_lam, 1, T + 1)                                     # (T 2N)  lambda^(t+1)
+    X = torch.zeros(B, C + 1, H, N, dtype=complex_dtype(chunks.dtype), device=chunks.device)
+    if x0 is not None:
+        X[:, 0] = x0
+    for c in range(C):
+        if c > 0 or x0 is not None:
+            y[:, c] += (_conj_pairs(W * X[:, c]) @ P_free.T).transpose(1, 2)
+        if c < C - 1 or with_state:
+            r = min(T, L - c * T)
+            E = chunks[:, c, :r].transpose(1, 2) @ _powers(log_lam, 0, r, descending_from=r - 1)   # (B H 2N)
+            X[:, c + 1] = _power(log_lam, r) * X[:, c] + torch.view_as_complex(E.unflatten(-1, (N, 2)))
+    return X
 
 
-def _chunks(length: int, T: int) -> list[tuple[int, int]]:
-    return [(s, min(s + T, length)) for s in range(0, length, T)]
+def _padded_chunks(x: torch.Tensor, T: int) -> torch.Tensor:
+    """(B L H) -> (B C T H), zero-padded after the sequence to C = ceil(L / T) whole chunks.
+
+    Without padding a view where the strides allow one: the gradient of a sum arrives as one number
+    broadcast over (B L H), and a copy would make it a tensor as large as u."""
+    B, L, H = x.shape
+    C = -(-L // T)
+    return (F.pad(x, (0, 0, 0, C * T - L)) if C * T != L else x).reshape(B, C, T, H)
+
+
+def _power_gradient(log_lam: torch.Tensor, g_pairs: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
+    """The gradient of log lambda from g_pairs, that of the real pairs of lambda^k for k in steps: sum_k conj(k lambda^k) g_k.
+
+    g_pairs (S 2N), steps (S,) -> (N,) complex
+    """
+    g = torch.view_as_complex(g_pairs.unflatten(-1, (-1, 2)).contiguous())              # (S N)
+    return (g * (steps[:, None] * scans.powers(log_lam, steps)).conj()).sum(0)
 
 
 def _both_directions(f: DLRForm, cfg: DLRConfig, u: torch.Tensor, x0, final_state: bool, causal):
@@ -264,16 +331,17 @@ def scan(f: DLRForm, cfg: DLRConfig, u: torch.Tensor, x0: torch.Tensor | None = 
 
 
 def chunk_length(length: int, N: int) -> int:
-    """T for the kernel-form scan: the power of two nearest sqrt(N L / 2), at least 64, at most L.
+    """T for the kernel-form scan: the power of two nearest sqrt(N L), at least 64, at most L.
 
     Memory: `ChunkedScan` keeps one (B H N) complex state per chunk, 2N / T times the size of u in all,
-    and its backward holds one chunk's graph, about 4 T / L times u (the chunk's input, output and their
-    gradients); their sum is least at T = sqrt(N L / 2) (measured peaks in docs/speed.md). Time: the two
-    kernel-form products cost B L H 2N whatever T, and the FFT of each chunk grows as log T: the sweep at
-    L = 4096 in docs/speed.md found T = 256 and 512 equally fast and shorter chunks slower.
-    `pytest --benchmark -k dlr_chunk` (tests/bench/test_bench_torch.py) reproduces it into the benchmark JSON.
+    and its backward's temporaries per chunk (the chunk of u and of the output's gradient, transposed
+    for the products) are about 2 T / L times u; their sum is least at T = sqrt(N L). Time: the products
+    cost B (L - T) H 2N each, and the FFT of each chunk grows as log T, so longer chunks are a little
+    faster. Measured in docs/speed.md ("DLR's scan"): at L = 4096, T = 1024 gave the lowest peak and
+    T = 256 the highest; fwd+bwd was within 10% from T = 512 to 2048. `pytest --benchmark -k dlr_chunk`
+    (tests/bench/test_bench_torch.py) times the forward against T into the benchmark JSON.
     """
-    return min(length, max(64, 1 << round(0.5 * math.log2(max(1, N * length / 2)))))
+    return min(length, max(64, 1 << round(0.5 * math.log2(max(1, N * length)))))
 
 
 def _step(f: DLRForm, W_pairs: torch.Tensor, u_t: torch.Tensor, x: torch.Tensor):

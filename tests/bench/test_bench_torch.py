@@ -56,7 +56,7 @@ def test_torch_scan_alone(benchmark, candidate, n):
 
 
 @pytest.mark.bench
-@pytest.mark.parametrize("chunk", [32, 64, 128, 256, 512, None], ids=lambda T: f"T{T}" if T else "conv")
+@pytest.mark.parametrize("chunk", [128, 256, 512, 1024, 2048, None], ids=lambda T: f"T{T}" if T else "conv")
 def test_torch_dlr_chunk(benchmark, chunk):
     """DLR's kernel-form chunked scan against its chunk length T (None: conv): behind `dlr.chunk_length`."""
     forward = dlr_chunk_forward(chunk, B, L, H, N, dtype="float32")
@@ -66,11 +66,12 @@ def test_torch_dlr_chunk(benchmark, chunk):
 
 
 @pytest.mark.bench
-@pytest.mark.parametrize("part", ["layer conv", "kernel alone", "FFT convolution", "GEMM floor", "s5-pytorch"])
+@pytest.mark.parametrize("part", ["layer conv", "kernel alone", "FFT convolution", "layer scan", "scan carries",
+                                  "GEMM floor", "s5-pytorch"])
 def test_torch_dlr_forward_parts(benchmark, part):
-    """DLR's conv forward, its kernel and its FFT convolution alone, beside the GEMM floor and s5-pytorch (the
-    targets' two yardsticks; skipped with the reason without the [peers] extra), at the sizes above: the
-    measurement behind docs/speed.md's "DLR's forward targets" (the convolution alone exceeds them)."""
+    """DLR's conv and scan forwards, their kernel, FFT convolution and carries alone, beside the GEMM floor and
+    s5-pytorch (the targets' two yardsticks; skipped with the reason without the [peers] extra), at the sizes
+    above: the measurement behind docs/speed.md's "DLR's forward targets"."""
     if part == "s5-pytorch":
         from linrnn.impls.torch import peers
 

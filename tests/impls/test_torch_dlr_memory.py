@@ -4,10 +4,10 @@ Three changes, each checked against what it replaces:
 - `final_state=False`: a caller that drops the state gets the same y and gradients, and DLR's `conv`
   no longer forms the state (a product as costly as the free response);
 - the products with blocks of powers are recomputed in the backward: no graph keeps an (L 2N) block;
-- `dlr.ChunkedScan`, the scan view's own backward from the states between chunks, against autograd
-  through the plain loop (`dlr.sequential`) and finite differences, for L = 1, odd L, a short last
-  chunk, both directions and a given initial state; its graph keeps u, the kernel and one state per
-  chunk, no chunk internals and no state trajectory.
+- `dlr.ChunkedScan`, the scan view with its own backward (the adjoint of the carries between chunks),
+  against autograd through the plain loop (`dlr.sequential`) and finite differences, for L = 1, odd L,
+  a short last chunk, both directions and a given initial state; its graph keeps u, the kernel and one
+  state per chunk, no chunk internals and no state trajectory.
 Saved tensors are counted through `torch.autograd.graph.saved_tensors_hooks`.
 """
 
@@ -64,28 +64,34 @@ def test_dropping_the_final_state_changes_neither_y_nor_the_gradients(kind, mode
         np.testing.assert_array_equal(d, k)
 
 
-def test_dlr_conv_does_not_form_a_dropped_state_and_the_scan_forms_only_those_between_chunks(monkeypatch):
+def test_dlr_conv_and_scan_form_the_final_state_only_when_asked(monkeypatch):
     layer = from_bundle(init(CONFIGS["dlr"], 1))
     u = torch.randn(2, 11, 3, dtype=torch.float64)
     calls = []
-    real_advance = dlr.advance
+    real_advance, real_powers = dlr.advance, dlr._powers
 
-    def counting(*args):
+    def counting_advance(*args):
         calls.append(args[1].shape[1])                                  # positions advanced over
         return real_advance(*args)
 
-    monkeypatch.setattr(dlr, "advance", counting)
+    def counting_powers(log_lam, start, stop, descending_from=None):
+        if descending_from is not None:                                 # a chunk's end state: lambda^(r-1-s), s < r
+            calls.append(stop - start)
+        return real_powers(log_lam, start, stop, descending_from)
+
+    monkeypatch.setattr(dlr, "advance", counting_advance)
     monkeypatch.setattr(dlr, "chunk_length", lambda length, N: 4)
     layer(u, "conv", final_state=False)
     assert calls == []
     layer(u, "conv")
     assert calls == [11]
     calls.clear()
+    monkeypatch.setattr(dlr, "_powers", counting_powers)
     layer(u, "scan", final_state=False)
     assert calls == [4, 4], "one state after each chunk but the last"
     calls.clear()
     layer(u, "scan")
-    assert calls == [4, 4, 3]
+    assert calls == [4, 4, 3], "and the final state after the last (short) chunk"
 
 
 # -- what the graphs keep ---------------------------------------------------------------------------
@@ -126,7 +132,7 @@ def test_the_chunked_scan_keeps_u_the_kernel_and_one_state_per_chunk(monkeypatch
     monkeypatch.setattr(dlr, "chunk_length", lambda length, N: T)
     u = torch.randn(B, L, H, dtype=torch.float64, requires_grad=True)
     _, saved = saved_bytes(lambda: layer(u, "scan", final_state=False))
-    kernel, states = torch.empty(T, H, dtype=u.dtype), torch.empty(L // T, B, H, N, dtype=torch.complex128)
+    kernel, states = torch.empty(T, H, dtype=u.dtype), torch.empty(L // T + 1, B, H, N, dtype=torch.complex128)
     assert saved <= nbytes(u, kernel, states, *layer.parameters()) * 1.25, "a chunk's insides or a trajectory were kept"
 
 

@@ -163,19 +163,19 @@ def test_autocast_runs_the_projections_in_bf16_and_the_recurrence_in_float32(kin
     from linrnn.impls.torch import from_bundle
 
     seen = []
-    real_scan_chunks, real_chunk = scan.scan_chunks, dlr._causal
+    real_scan_chunks, real_carries = scan.scan_chunks, dlr.carries
 
     def recording(lam_powers, w, carry, reverse=False):
         seen.append(w.dtype)
         return real_scan_chunks(lam_powers, w, carry, reverse)
 
-    def recording_dlr(K, log_lam, W, u, x0, with_state):     # DLR's recurrence: the states between its chunks
-        y, x = real_chunk(K, log_lam, W, u, x0, with_state)
-        seen.extend(t.dtype for t in (x0, x) if t is not None)
-        return y, x
+    def recording_dlr(log_lam, W, chunks, L, x0, with_state, y):     # DLR's recurrence: the states between chunks
+        X = real_carries(log_lam, W, chunks, L, x0, with_state, y)
+        seen.extend(t.dtype for t in (x0, X) if t is not None)
+        return X
 
     monkeypatch.setattr(scan, "scan_chunks", recording)
-    monkeypatch.setattr(dlr, "_causal", recording_dlr)
+    monkeypatch.setattr(dlr, "carries", recording_dlr)
     layer = from_bundle(init(layer_config(kind, 8, 8, 2), 0), torch.float32)
     u = torch.randn(2, 200, 8, generator=torch.Generator().manual_seed(0)).bfloat16().float().requires_grad_()
     y32, _ = layer(u, "scan")
