@@ -7,6 +7,7 @@ alone by the plain device code and by the Triton / Pallas kernels. Every case is
 harnesses as `pytest --benchmark` (`linrnn.impls.torch.bench`, `linrnn.impls.jax.bench`).
 
     sweep(device="cpu", lengths=(1024, ..., 262144), ...) -> {"rows", "config", "scaling", "targets"}
+    interleaved(device="cpu", L=4096, ...) -> rows: PyTorch's cases at one length, timed in interleaved rounds
 
 A row is one (framework, implementation, direction, L):
 
@@ -36,8 +37,9 @@ to L = 4096 only. Timing is the median of up to 7 calls after a warm-up (`timed_
 
     python -m linrnn.experiments.training_speed --out reports/results/training_speed_cpu.json
 
-runs the whole sweep, prints the markdown tables (`markdown`) and writes the stored file that the
-report's training-speed section renders (docs/speed.md, "Training speed and memory").
+runs the whole sweep and then `interleaved` at L = 4096 (stored as the sweep's "interleaved" rows;
+`--interleaved-rounds 0` leaves it out), prints the markdown tables (`markdown`) and writes the stored
+file that the report's training-speed section renders (docs/speed.md, "Training speed and memory").
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ import datetime
 import gc
 import json
 import os
+import statistics
 import sys
 import time
 from dataclasses import dataclass
@@ -209,6 +212,61 @@ def sweep(*, device: str = "cpu", lengths=LENGTHS, batch: int = 8, width: int = 
     return {"rows": rows, "config": config, "scaling": scaling(rows), "targets": targets(rows)}
 
 
+INTERLEAVED_ROUNDS = 7
+INTERLEAVED_LEFT_OUT = ("lru-pytorch",)      # 20 s and more a call at L = 4096: a round would be mostly its
+
+
+def interleaved(*, device: str = "cpu", L: int = REFERENCE_L, batch: int = 8, width: int = 128, state: int = 128,
+                heads: int = 16, dtype: str = "float32", mixers=MIXERS, peers: bool = True,
+                rounds: int = INTERLEAVED_ROUNDS, progress=None) -> list[dict]:
+    """The ratio targets' times at one length, every PyTorch case of a direction timed in interleaved rounds.
+
+    The sweep times one case after another, so whatever changes the machine's speed between cases (a
+    neighbour on a shared machine, the clock, the page cache) moves their ratios: on the development
+    machine the same code's LRU fwd+bwd / s5-pytorch read 0.32 in one sweep and 0.46 in another. Here
+    the cases of one direction are all built first, then each round calls every case once in turn, and
+    each keeps the median over the rounds, so that a slow spell slows all of them alike. PyTorch's
+    layers, its GEMM floor and s5-pytorch (LRU-pytorch is left out: one call takes 20 s or more).
+
+    -> rows {"implementation", "direction", "L", "ms", "rounds", "over_gemm_floor", "over_s5_pytorch", "skipped"}
+    """
+    if rounds < 1:
+        raise LinrnnError(f"rounds: expected at least 1, found {rounds}")
+    progress = progress or (lambda done, total, what: None)
+    todo = [c for c in cases(device, ("torch",), mixers, peers)
+            if c.builder in ("layer", "gemm", "peer") and c.arg not in INTERLEAVED_LEFT_OUT]
+    rows = []
+    for i, direction in enumerate(DIRECTIONS):
+        progress(i, len(DIRECTIONS), f"interleaved rounds, torch {direction} L={L}")
+        calls, times = {}, {}
+        for case in todo:
+            row = {"implementation": case.implementation, "direction": direction, "L": L, "ms": None,
+                   "rounds": 0, "skipped": case.unavailable}
+            rows.append(row)
+            if case.unavailable is None:
+                spec = {"framework": "torch", "builder": case.builder, "arg": case.arg, "direction": direction,
+                        "B": batch, "L": L, "H": width, "N": state, "heads": heads, "dtype": dtype, "device": device}
+                calls[case.implementation] = (row, build(spec)[0])
+        for row, call in calls.values():
+            call()                                                          # warm-up, untimed
+        for _ in range(rounds):
+            for name, (row, call) in calls.items():
+                start = time.perf_counter()
+                call()
+                times.setdefault(name, []).append(time.perf_counter() - start)
+        for name, (row, _) in calls.items():
+            row["ms"], row["rounds"] = 1e3 * statistics.median(times[name]), rounds
+        del calls
+        gc.collect()
+    progress(len(DIRECTIONS), len(DIRECTIONS), "interleaved rounds done")
+    ms = {(r["implementation"], r["direction"]): r["ms"] for r in rows}
+    for r in rows:
+        gemm, s5 = ms.get((GEMM, r["direction"])), ms.get((S5, r["direction"]))
+        r["over_gemm_floor"] = r["ms"] / gemm if r["ms"] is not None and gemm else None
+        r["over_s5_pytorch"] = r["ms"] / s5 if r["ms"] is not None and s5 else None
+    return rows
+
+
 def _run_case(row: dict, spec: dict, memory: bool, last_peak, budget_s) -> str | None:
     """Measure one row in place; -> the reason to stop this implementation's longer lengths (None: go on)."""
     L, device = spec["L"], spec["device"]
@@ -332,6 +390,13 @@ def markdown(result: dict) -> str:
                      f"{_ms(r['ms'])} | "
                      f"{_cell(r['over_gemm_floor'])} | {_cell(r['over_s5_pytorch'])} | {_cell(peak, 0)} | "
                      f"{_cell(r['peak_over_BLH4'], 1)} | {r['skipped'] or ''} |")
+    if result.get("interleaved"):
+        L = result["interleaved"][0]["L"]
+        lines += ["", f"Interleaved rounds at L = {L} (PyTorch; `interleaved`):", "",
+                  "| implementation | direction | ms | x GEMM floor | x s5-pytorch | skipped |", "|---" * 6 + "|"]
+        for r in result["interleaved"]:
+            lines.append(f"| {r['implementation']} | {r['direction']} | {_ms(r['ms'])} | {_cell(r['over_gemm_floor'])} "
+                         f"| {_cell(r['over_s5_pytorch'])} | {r['skipped'] or ''} |")
     return "\n".join(lines) + "\n"
 
 
@@ -375,6 +440,10 @@ def check_stored(record) -> str | None:
     for i, row in enumerate(sweep_["rows"]):
         if not isinstance(row, dict) or not keys <= set(row):
             return f"sweep.rows[{i}]: expected an object with {', '.join(sorted(keys))}"
+    keys = {"implementation", "direction", "L", "ms", "over_gemm_floor", "over_s5_pytorch", "skipped"}
+    for i, row in enumerate(sweep_.get("interleaved") or []):
+        if not isinstance(row, dict) or not keys <= set(row):
+            return f"sweep.interleaved[{i}]: expected an object with {', '.join(sorted(keys))}"
     return None
 
 
@@ -395,6 +464,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-memory", action="store_true", help="time only (no probe processes)")
     parser.add_argument("--budget-s", type=float, default=None,
                         help="a call slower than this stops its implementation's longer lengths")
+    parser.add_argument("--interleaved-rounds", type=int, default=INTERLEAVED_ROUNDS,
+                        help=f"after the sweep, time PyTorch's cases at L = {REFERENCE_L} in this many interleaved "
+                             f"rounds (default {INTERLEAVED_ROUNDS}; 0: not)")
     args = parser.parse_args(argv)
 
     def progress(done: int, total: int, what: str) -> None:
@@ -407,6 +479,13 @@ def main(argv: list[str] | None = None) -> int:
     result = sweep(device=args.device, lengths=lengths, batch=args.batch, width=args.width, state=args.state,
                    heads=args.heads, frameworks=tuple(args.frameworks.split(",")), mixers=tuple(args.mixers.split(",")),
                    peers=not args.no_peers, memory=not args.no_memory, budget_s=args.budget_s, progress=progress)
+    if args.interleaved_rounds < 0:
+        raise LinrnnError(f"--interleaved-rounds: expected 0 or more, found {args.interleaved_rounds}")
+    if args.interleaved_rounds and "torch" in result["config"]["frameworks"]:
+        result["interleaved"] = interleaved(device=args.device, L=REFERENCE_L, batch=args.batch, width=args.width,
+                                            state=args.state, heads=args.heads, mixers=tuple(args.mixers.split(",")),
+                                            peers=not args.no_peers, rounds=args.interleaved_rounds,
+                                            progress=progress)
     print(markdown(result))
     if args.out:
         given = argv if argv is not None else sys.argv[1:]

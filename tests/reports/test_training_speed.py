@@ -107,6 +107,41 @@ def test_the_budget_stops_longer_lengths():
                    for r in rows[1:])
 
 
+def test_interleaved_rounds_call_every_case_in_turn_and_keep_each_ones_median(monkeypatch):
+    """Built first, warmed once each, then one call of every case per round; the ratios from the medians."""
+    log, clock = [], iter(range(10**6))
+    monkeypatch.setattr(ts.time, "perf_counter", lambda: float(next(clock)))
+
+    def fake_build(spec, before_inputs=None):
+        name = spec["arg"] or spec["builder"]
+        log.append(("built", name, spec["direction"], spec["L"]))
+        return (lambda: log.append(("call", name, spec["direction"]))), {}
+
+    monkeypatch.setattr(ts, "build", fake_build)
+    rows = ts.interleaved(L=64, mixers=("lru", "dlr"), peers=False, rounds=3, **TINY)
+    names = ["lru:scan", "dlr:conv", "dlr:scan", "gemm"]
+    for direction in DIRECTIONS:
+        mine = [e for e in log if e[2] == direction]
+        assert mine == ([("built", n, direction, 64) for n in names] + [("call", n, direction) for n in names] * 4)
+    assert [(r["implementation"], r["direction"]) for r in rows] == [
+        (i, d) for d in DIRECTIONS for i in ("lru scan", "dlr conv", "dlr scan", ts.GEMM)]
+    # the fake clock advances one second per read, so every timed call lasted 1 s: a median of 1e3 ms
+    assert all(r["ms"] == 1e3 and r["rounds"] == 3 and r["over_gemm_floor"] == 1.0 for r in rows)
+    assert all(r["over_s5_pytorch"] is None for r in rows)                   # no s5-pytorch: no ratio to it
+    with pytest.raises(LinrnnError, match="rounds: expected at least 1"):
+        ts.interleaved(rounds=0)
+
+
+def test_interleaved_ratios_divide_by_the_same_directions_floor_and_peer():
+    rows = ts.interleaved(L=32, mixers=("lru",), peers=False, rounds=2, **TINY)
+    floor = {r["direction"]: r["ms"] for r in rows if r["implementation"] == ts.GEMM}
+    for r in rows:
+        assert r["ms"] > 0 and math.isclose(r["over_gemm_floor"], r["ms"] / floor[r["direction"]], rel_tol=1e-12)
+    result = {"rows": [], "config": {"B": 1, "H": 8, "N": 8, "heads": 2, "dtype": "float32", "device": "cpu",
+                                     "memory": None}, "targets": [], "interleaved": rows}
+    assert "Interleaved rounds at L = 32" in ts.markdown(result) and "| lru scan | forward |" in ts.markdown(result)
+
+
 def test_peak_rss_counts_touched_pages_only():
     probe = PeakRSS()
     probe.start()
@@ -218,7 +253,11 @@ def test_the_section_renders_from_a_stored_sweep(tmp_path, monkeypatch):
     stored = tmp_path / "results"
     stored.mkdir()
     result = synthetic_sweep()
+    result["interleaved"] = [{"implementation": "lru scan", "direction": "forward+backward", "L": 4096, "ms": 123.4,
+                              "rounds": 7, "over_gemm_floor": 1.87, "over_s5_pytorch": 0.29, "skipped": None}]
     (stored / "training_speed_test.json").write_text(json.dumps(ts.stored_record(result, "python -m x --out y")))
+    broken = ts.stored_record({**result, "interleaved": [{"implementation": "lru scan"}]}, "python -m x")
+    (stored / "training_speed_broken.json").write_text(json.dumps(broken))
     (stored / "training_speed_bad.json").write_text('{"kind": "something else"}')
     monkeypatch.setattr(section, "STORED_DIR", stored)
     live = synthetic_sweep()
@@ -237,6 +276,8 @@ def test_the_section_renders_from_a_stored_sweep(tmp_path, monkeypatch):
     assert lru["peak_L"] == 262144 and lru["peak_over_BLH4"] == 3.0
     assert f">{lru['fwd_bwd_growth']:.1f}<" in html and f">{lru['forward_over_s5']:.2f}<" in html
     assert "training_speed_test.json" in html and "training_speed_bad.json" in html and "kind: expected" in html
+    assert ">123.4<" in html and ">0.29<" in html and "interleaved rounds" in html
+    assert "training_speed_broken.json" in html and "sweep.interleaved[0]: expected an object with" in html
     assert "out of memory: the probe process was killed by signal 9" in html and "python -m x --out y" in html
     assert html.count("<svg") == 3                          # stored time, stored memory, live time
     assert "<script" not in html
