@@ -40,10 +40,10 @@ def causal_conv(k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 
 # -- the depthwise real convolution as one autograd Function ----------------------------------------
 
-SHARE = 8           # at most 1/SHARE of the channels at once (when there are more than LINE): at n ~ 2L each
-                    # spectrum of a block is 2 / SHARE the size of u, and a block holds about three
-LINE = 16           # and at least this many: u and y are (B L H), channels last, and a block of fewer than
-                    # a 64-byte cache line of float32 channels reads and writes every line several times
+SHARE = 8           # a block is 1/SHARE of the channels (at n ~ 2L each of its spectra is then 2 / SHARE the
+                    # size of u, and a block holds about three) when that is at least LINE channels,
+LINE = 16           # else LINE: u and y are (B L H), channels last, and a block of fewer than a 64-byte
+                    # cache line of float32 channels reads and writes every line several times
 
 
 def channel_block(H: int) -> int:
@@ -79,7 +79,7 @@ class DepthwiseConv(torch.autograd.Function):
 def depthwise_gradients(k: torch.Tensor, u: torch.Tensor, g: torch.Tensor, need_k: bool = True,
                         need_u: bool = True) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """The gradients of `depthwise_conv(k, u)` from g, the gradient of its output: (g_k or None, g_u or None)."""
-    (Lk, H), (B, L, _) = k.shape, u.shape
+    (Lk, H), L = k.shape, u.shape[1]
     n = fft_length(L, Lk)
     g_k = torch.empty_like(k) if need_k else None
     g_u = torch.empty_like(u) if need_u else None
@@ -96,7 +96,7 @@ def depthwise_gradients(k: torch.Tensor, u: torch.Tensor, g: torch.Tensor, need_
 
 def depthwise_forward(k: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     """`depthwise_conv` without a graph."""
-    (Lk, H), (B, L, _) = k.shape, u.shape
+    (Lk, H), L = k.shape, u.shape[1]
     n = fft_length(L, Lk)
     y = torch.empty_like(u)                                                       # (B L H)
     for h in _channel_blocks(H):

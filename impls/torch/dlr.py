@@ -157,7 +157,7 @@ def advance(log_lam: torch.Tensor, u: torch.Tensor, x0: torch.Tensor | None) -> 
     """
     L, N = u.shape[1], log_lam.shape[0]
     x = reduce(torch.add, (_recomputed(_advance_block, log_lam, u[:, s:e], s, L - 1) for s, e in _blocks(L, N)))
-    x = torch.view_as_complex(x.unflatten(-1, (N, 2)))
+    x = _as_complex(x)
     if x0 is None:
         return x
     return x + _power(log_lam, L) * x0
@@ -208,7 +208,7 @@ class ChunkedScan(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, K, log_lam, W, u, x0, with_state):
-        (T, H), (B, L, _), N = K.shape, u.shape, log_lam.shape[0]
+        (T, H), (B, L, _) = K.shape, u.shape
         C = -(-L // T)
         chunks = _padded_chunks(u, T)                                       # (B C T H)
         y = depthwise_forward(K, chunks.view(B * C, T, H)).view(B, C, T, H)
@@ -227,25 +227,26 @@ class ChunkedScan(torch.autograd.Function):
         chunks, g_chunks = _padded_chunks(u, T), _padded_chunks(g_y, T)     # (B C T H)
         g_K, g_u = depthwise_gradients(K, chunks.view(B * C, T, H), g_chunks.view(B * C, T, H), need_K, need_u)
         g_u = None if g_u is None else g_u.view(B, C, T, H)
-        P_free = _powers(log_lam, 1, T + 1)                                 # (T 2N)
-        P_free_conj = P_free * torch.tensor([1.0, -1.0], dtype=P_free.dtype, device=P_free.device).repeat(N)
-        g_W, g_P_free, g_log = torch.zeros_like(W), torch.zeros_like(P_free), torch.zeros_like(log_lam)
+        free_steps = torch.arange(1, T + 1, dtype=u.dtype, device=u.device)
+        P_free_conj = _conj_pairs(scans.powers(log_lam, free_steps))        # (T 2N)  conj(lambda^(t+1))
+        g_W, g_P_free, g_log = torch.zeros_like(W), torch.zeros_like(P_free_conj), torch.zeros_like(log_lam)
         a = g_x.clone() if ctx.with_state and g_x is not None else torch.zeros_like(X[:, 0])   # grad of X_{c+1}
         for c in reversed(range(C)):
             if c < C - 1 or ctx.with_state:
                 r = min(T, L - c * T)
                 steps = torch.arange(r - 1, -1, -1, dtype=u.dtype, device=u.device)           # r-1-s
                 P_adv = _powers(log_lam, 0, r, descending_from=r - 1)                          # (r 2N)
+                lam_r = _power(log_lam, r)
                 a_pairs = torch.view_as_real(a).flatten(-2)                                    # (B H 2N)  grad E_c
                 if g_u is not None:
                     g_u[:, c, :r] += (a_pairs @ P_adv.T).transpose(1, 2)
                 if need_log:
                     g_P_adv = chunks[:, c, :r].transpose(0, 1).reshape(r, B * H) @ a_pairs.reshape(B * H, 2 * N)
-                    g_log += _power_gradient(log_lam, g_P_adv, steps)
-                    g_log += r * _power(log_lam, r).conj() * (a * X[:, c].conj()).sum((0, 1))
-                a = _power(log_lam, r).conj() * a
+                    g_log += scans.power_gradient(log_lam, steps, _as_complex(g_P_adv))
+                    g_log += r * lam_r.conj() * (a * X[:, c].conj()).sum((0, 1))
+                a = lam_r.conj() * a
             if c > 0 or ctx.has_x0:
-                F = torch.view_as_complex((g_chunks[:, c].transpose(1, 2) @ P_free_conj).unflatten(-1, (N, 2)))
+                F = _as_complex(g_chunks[:, c].transpose(1, 2) @ P_free_conj)
                 if need_W:
                     g_W += (X[:, c].conj() * F).sum(0)
                 if need_log:
@@ -253,7 +254,7 @@ class ChunkedScan(torch.autograd.Function):
                     g_P_free += g_chunks[:, c].transpose(0, 1).reshape(T, B * H) @ G
                 a = a + W.conj() * F
         if need_log:
-            g_log += _power_gradient(log_lam, g_P_free, torch.arange(1, T + 1, dtype=u.dtype, device=u.device))
+            g_log += scans.power_gradient(log_lam, free_steps, _as_complex(g_P_free))
         g_u = None if g_u is None else g_u.view(B, C * T, H)[:, :L]
         return g_K, g_log if need_log else None, g_W if need_W else None, g_u, \
             a if ctx.has_x0 and need_x0 else None, None
@@ -277,7 +278,7 @@ def carries(log_lam, W, chunks, L, x0, with_state, y):
         if c < C - 1 or with_state:
             r = min(T, L - c * T)
             E = chunks[:, c, :r].transpose(1, 2) @ _powers(log_lam, 0, r, descending_from=r - 1)   # (B H 2N)
-            X[:, c + 1] = _power(log_lam, r) * X[:, c] + torch.view_as_complex(E.unflatten(-1, (N, 2)))
+            X[:, c + 1] = _power(log_lam, r) * X[:, c] + _as_complex(E)
     return X
 
 
@@ -291,13 +292,9 @@ def _padded_chunks(x: torch.Tensor, T: int) -> torch.Tensor:
     return (F.pad(x, (0, 0, 0, C * T - L)) if C * T != L else x).reshape(B, C, T, H)
 
 
-def _power_gradient(log_lam: torch.Tensor, g_pairs: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
-    """The gradient of log lambda from g_pairs, that of the real pairs of lambda^k for k in steps: sum_k conj(k lambda^k) g_k.
-
-    g_pairs (S 2N), steps (S,) -> (N,) complex
-    """
-    g = torch.view_as_complex(g_pairs.unflatten(-1, (-1, 2)).contiguous())              # (S N)
-    return (g * (steps[:, None] * scans.powers(log_lam, steps)).conj()).sum(0)
+def _as_complex(pairs: torch.Tensor) -> torch.Tensor:
+    """Interleaved real pairs (... 2N) -> complex (... N)."""
+    return torch.view_as_complex(pairs.unflatten(-1, (-1, 2)).contiguous())
 
 
 def _both_directions(f: DLRForm, cfg: DLRConfig, u: torch.Tensor, x0, final_state: bool, causal):

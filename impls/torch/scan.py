@@ -106,8 +106,16 @@ class Powers(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
         log_lam, steps = ctx.saved_tensors
-        derivative = _powers(log_lam, steps) * steps[:, None]              # (S n)  k lambda^k
-        return (grad * derivative.conj()).sum(0), None
+        return power_gradient(log_lam, steps, grad), None
+
+
+def power_gradient(log_lam: torch.Tensor, steps: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    """The gradient of log lambda from `grad`, that of lambda^k for every k in steps: sum_k conj(k lambda^k) grad_k.
+
+    log_lam (n,) complex, steps (S,) real, grad (S n) complex (PyTorch's convention) -> (n,) complex
+    """
+    derivative = _powers(log_lam, steps) * steps[:, None]                  # (S n)  k lambda^k
+    return (grad * derivative.conj()).sum(0)
 
 
 def rotation_scaling(log_lam: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
