@@ -14,6 +14,15 @@ session runs inside one `linrnn.impls.jax.float64()` scope (thread-local; pytest
 thread). The float32 results do not depend on it: every array is created with an explicit dtype. The
 user's default, float32 with the mode off, is checked by tests/impls/test_jax_float64.py, which leaves
 the scope on purpose.
+
+The default run compiles JAX with XLA's backend (LLVM) optimisation level 0 (`XLA_TEST_LEVEL`, added to
+XLA_FLAGS before JAX starts, in the workers too, unless XLA_FLAGS already sets a level). The tests run
+tiny shapes, so compiling is most of a JAX test's time: the report's quick crosscheck took 68 s at the
+default level and 46 s at 0, the whole default run 556-574 s and 461-472 s (2026-12-02). The level
+changes how fast the compiled code runs, not which operations it does; the tolerances are those of the
+comparisons between independent implementations, far above any reordering. `pytest --benchmark` keeps
+the default level (timings must be of the code users run), and `XLA_FLAGS=--xla_backend_optimization_level=3
+pytest` runs the tests at XLA's default level.
 """
 
 import importlib.util
@@ -44,10 +53,16 @@ def pytest_addoption(parser):
                      help="run only the speed benchmarks (tests marked 'bench'), which the default run skips")
 
 
+XLA_TEST_LEVEL = "--xla_backend_optimization_level=0"
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
-    if config.getoption("--benchmark") and hasattr(config.option, "dist"):   # before xdist starts its workers
-        config.option.numprocesses, config.option.dist, config.option.tx = 0, "no", []
+    if config.getoption("--benchmark"):
+        if hasattr(config.option, "dist"):                  # before xdist starts its workers
+            config.option.numprocesses, config.option.dist, config.option.tx = 0, "no", []
+    elif "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {XLA_TEST_LEVEL}".strip()
 
 
 def pytest_collection_modifyitems(config, items):
