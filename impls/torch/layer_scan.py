@@ -50,22 +50,62 @@ def block_length(L: int, B: int, lanes: int) -> int:
     return L if L <= block else block
 
 
-def _project(u_b: torch.Tensor, W_in: torch.Tensor, T: int) -> torch.Tensor:
-    """v = W_in u on one block, as complex chunks in u's precision.     u_b (B l H) -> (B nb T n)"""
-    return scans.to_chunks(_pairs_of(u_b @ W_in.T, u_b.dtype), T)
+def _time_major(x: torch.Tensor, T: int) -> torch.Tensor:
+    """One block (B l ...) as time-major chunks (T B nb ...): position c T + t at [t, :, c], zero-padded to nb T
+    positions. A view (a permutation of x) when l is a multiple of T, else a new tensor."""
+    B, l = x.shape[:2]
+    nb, full = -(-l // T), l // T
+    if full == nb:
+        return x.unflatten(1, (nb, T)).movedim(2, 0)
+    out = x.new_empty((T, B, nb, *x.shape[2:]))
+    if full:
+        out[:, :, :full] = x[:, :full * T].unflatten(1, (full, T)).movedim(2, 0)
+    r = l - full * T
+    out[:r, :, full] = x[:, full * T:].movedim(1, 0)
+    out[r:, :, full] = 0
+    return out
+
+
+def _batch_major(dst: torch.Tensor, x: torch.Tensor, add: bool = False) -> None:
+    """Write (or add) time-major x (T B nb ...) into dst (B l ...), the padding dropped: `_time_major`'s inverse."""
+    T, l = x.shape[0], dst.shape[1]
+    full = l // T
+    parts = [(dst[:, :full * T].unflatten(1, (full, T)).movedim(2, 0), x[:, :, :full])] if full else []
+    if full * T < l:
+        parts.append((dst[:, full * T:].movedim(1, 0), x[:l - full * T, :, full]))
+    for d, src in parts:
+        d.add_(src) if add else d.copy_(src)
+
+
+def _last(chunks: torch.Tensor, length: int) -> torch.Tensor:
+    """The entry of time-major chunks (T B nb ...) at position length - 1 of the block: (B ...), a view."""
+    T = chunks.shape[0]
+    return chunks[(length - 1) % T, :, (length - 1) // T]
+
+
+def _rows(x_b: torch.Tensor, T: int) -> torch.Tensor:
+    """One block (B l X) as time-major chunks (T B nb X), contiguous (a copy), zero-padded to nb T positions."""
+    return _time_major(x_b, T).contiguous()
+
+
+def _project(u_rows: torch.Tensor, W_in: torch.Tensor) -> torch.Tensor:
+    """v = W_in u on time-major rows as complex chunks in u's precision, a new buffer.  (T B nb H) -> (T B nb n)"""
+    return torch.view_as_complex(_pairs_of(u_rows @ W_in.T, u_rows.dtype))
 
 
 def _pairs_of(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """(B l 2n) -> (B l n 2) in `dtype`: a product computed in bf16 under autocast enters the scan in float32."""
+    """(... 2n) -> (... n 2) in `dtype`: a product computed in bf16 under autocast enters the scan in float32."""
     return t.unflatten(-1, (-1, 2)).to(dtype)
 
 
+def _pairs(x: torch.Tensor) -> torch.Tensor:
+    """Complex chunks (T B nb n) -> real pairs flattened (T B nb 2n), a view."""
+    return torch.view_as_real(x).flatten(-2)
 
 
-
-def _pairs(x: torch.Tensor, length: int) -> torch.Tensor:
-    """Complex chunks (B nb T n) -> real pairs flattened (B l 2n), the padding dropped."""
-    return scans.from_chunks(x, length).flatten(-2)
+def _gram(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """sum over positions of a b^T: (T B nb p), (T B nb q) -> (p q), one matrix product (the padding is zero in a or b)."""
+    return a.flatten(0, 2).T @ b.flatten(0, 2)
 
 
 class DiagonalLayerScan(torch.autograd.Function):
@@ -80,19 +120,23 @@ class DiagonalLayerScan(torch.autograd.Function):
         carry = None if x0 is None else torch.view_as_complex(x0.contiguous())               # (B n)
         forward_bounds = []
         for s, e in blocks:
-            x, S = scans.scan_chunks(lam_powers, _project(u[:, s:e], W_in, T), carry)       # (B nb T n), (B nb n)
-            y[:, s:e] = torch.addcmul(_pairs(x, e - s) @ W_out.T, D, u[:, s:e])
-            carry = x.flatten(1, 2)[:, e - s - 1]
+            u_rows = _rows(u[:, s:e], T)                                                      # (T B nb H)
+            w = _project(u_rows, W_in)                                                        # (T B nb n)
+            x, S = scans.scan_chunks(lam_powers, w, carry, time_dim=0, out=w)                # (T B nb n), (B nb n)
+            _batch_major(y[:, s:e], torch.addcmul(_pairs(x) @ W_out.T, D, u_rows))
+            carry = _last(x, e - s)
             forward_bounds.append(S)
         x_last = torch.view_as_real(carry).clone()                                           # (B n 2)
         reverse_bounds = [None] * len(blocks)
         if W_out_rev is not None:
-            carry = None
+            carry = None                   # only the last block is padded, and its reverse scan starts from zero
             for i in reversed(range(len(blocks))):
                 s, e = blocks[i]
-                r, reverse_bounds[i] = scans.scan_chunks(lam_powers, _project(u[:, s:e], W_in, T), carry, reverse=True)
-                y[:, s:e] += _pairs(r, e - s) @ W_out_rev.T
-                carry = r[:, 0, 0]
+                u_rows = _rows(u[:, s:e], T)
+                w = _project(u_rows, W_in)
+                r, reverse_bounds[i] = scans.scan_chunks(lam_powers, w, carry, reverse=True, time_dim=0, out=w)
+                _batch_major(y[:, s:e], _pairs(r) @ W_out_rev.T, add=True)
+                carry = r[0, :, 0]
         ctx.save_for_backward(u, W_in, log_lam, W_out, D, W_out_rev, torch.cat(forward_bounds, 1),
                               None if W_out_rev is None else torch.cat(reverse_bounds, 1))
         ctx.block, ctx.T, ctx.has_x0, ctx.amp = block, T, x0 is not None, autocast_dtype(u.device)
@@ -113,46 +157,47 @@ class DiagonalLayerScan(torch.autograd.Function):
         chunks = [slice(s // T, -(-e // T)) for s, e in blocks]                     # each block's chunks
         lam_powers = scans.powers(log_lam, torch.arange(T + 1, device=u.device, dtype=u.dtype))   # (T+1 n)
         adjoint_powers, lam = lam_powers.conj(), lam_powers[1]
+        fixup = lam_powers[1:, None, None]                                          # (T 1 1 n)  lambda^(t+1)
         g_u = g_y * D                                                               # (B L H)
         g_W_in, g_W_out, g_D = torch.zeros_like(W_in), torch.zeros_like(W_out), torch.zeros_like(D)
         g_lam = torch.zeros_like(lam)
         g_W_out_rev = None if W_out_rev is None else torch.zeros_like(W_out_rev)
 
-        def accumulate(s, e, a, g_y_b, u_b):
+        def accumulate(s, e, a, u_rows):
             """grad v = a: its share of grad W_in and grad u."""
-            a_pairs = _pairs(a, e - s)                                              # (B l 2n)
-            g_W_in.add_(a_pairs.flatten(0, 1).T @ u_b.flatten(0, 1))
-            g_u[:, s:e] += a_pairs @ W_in
+            a_pairs = _pairs(a)                                                     # (T B nb 2n)
+            g_W_in.add_(_gram(a_pairs, u_rows))
+            _batch_major(g_u[:, s:e], a_pairs @ W_in, add=True)
 
         carry = None                                                                # a_e entering from the right
         for (s, e), c in reversed(list(zip(blocks, chunks))):
-            u_b, g_y_b, S = u[:, s:e], g_y[:, s:e], forward_bounds[:, c]
-            g_D += (g_y_b * u_b).sum((0, 1))          # not einsum: it makes this H dot products (bmm), 10x slower
-            w = _project(u_b, W_in, T)                                              # (B nb T n)
-            x = scans.local_scan(lam, w, torch.empty_like(w)).addcmul_(S[:, :, None], lam_powers[1:])
-            g_W_out.add_(g_y_b.flatten(0, 1).T @ _pairs(x, e - s).flatten(0, 1))
-            g_x = _pairs_of(g_y_b @ W_out, u.dtype)                                 # (B l n 2)
+            u_rows, g_rows, S = _rows(u[:, s:e], T), _rows(g_y[:, s:e], T), forward_bounds[:, c]
+            g_D += (g_rows * u_rows).sum((0, 1, 2))     # not einsum: it makes this H one-row products (bmm), 10x slower
+            w = _project(u_rows, W_in)                                              # (T B nb n)
+            x = scans.local_scan(lam, w, w, time_dim=0).addcmul_(S, fixup)
+            g_W_out.add_(_gram(g_rows, _pairs(x)))
+            g_x = _pairs_of(g_rows @ W_out, u.dtype)                                # (T B nb n 2)
             if e == L:
-                g_x[:, -1] += g_last
-            a, _ = scans.scan_chunks(adjoint_powers, scans.to_chunks(g_x, T), carry, reverse=True)
-            g_lam += (a[:, :, 1:] * x[:, :, :-1].conj()).sum((0, 1, 2)) + (a[:, :, 0] * S.conj()).sum((0, 1))
-            carry = a[:, 0, 0]
-            accumulate(s, e, a, g_y_b, u_b)
+                _last(g_x, e - s).add_(g_last)
+            g_x = torch.view_as_complex(g_x)
+            a, _ = scans.scan_chunks(adjoint_powers, g_x, carry, reverse=True, time_dim=0, out=g_x)
+            g_lam += (a[1:] * x[:-1].conj()).sum((0, 1, 2)) + (a[0] * S.conj()).sum((0, 1))
+            carry = a[0, :, 0]
+            accumulate(s, e, a, u_rows)
         g_x0 = torch.view_as_real(lam.conj() * carry) if ctx.has_x0 else None
 
         if W_out_rev is not None:
             carry = None                                                            # a^r_{s-1} entering from the left
             for (s, e), c in zip(blocks, chunks):
-                u_b, g_y_b, S = u[:, s:e], g_y[:, s:e], reverse_bounds[:, c]
-                w = _project(u_b, W_in, T)
-                r = scans.local_scan(lam, w, torch.empty_like(w), reverse=True).addcmul_(S[:, :, None],
-                                                                                     lam_powers[1:].flip(0))
-                g_W_out_rev.add_(g_y_b.flatten(0, 1).T @ _pairs(r, e - s).flatten(0, 1))
-                g_r = scans.to_chunks(_pairs_of(g_y_b @ W_out_rev, u.dtype), T)
-                a, _ = scans.scan_chunks(adjoint_powers, g_r, carry)
-                g_lam += (a[:, :, :-1] * r[:, :, 1:].conj()).sum((0, 1, 2)) + (a[:, :, -1] * S.conj()).sum((0, 1))
-                carry = a.flatten(1, 2)[:, e - s - 1]
-                accumulate(s, e, a, g_y_b, u_b)
+                u_rows, g_rows, S = _rows(u[:, s:e], T), _rows(g_y[:, s:e], T), reverse_bounds[:, c]
+                w = _project(u_rows, W_in)
+                r = scans.local_scan(lam, w, w, reverse=True, time_dim=0).addcmul_(S, fixup.flip(0))
+                g_W_out_rev.add_(_gram(g_rows, _pairs(r)))
+                g_r = torch.view_as_complex(_pairs_of(g_rows @ W_out_rev, u.dtype))
+                a, _ = scans.scan_chunks(adjoint_powers, g_r, carry, time_dim=0, out=g_r)
+                g_lam += (a[:-1] * r[1:].conj()).sum((0, 1, 2)) + (a[-1] * S.conj()).sum((0, 1))
+                carry = _last(a, e - s)
+                accumulate(s, e, a, u_rows)
         return g_u, g_W_in, lam.conj() * g_lam, g_W_out, g_D, g_x0, g_W_out_rev, None, None
 
 

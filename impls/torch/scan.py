@@ -202,41 +202,55 @@ def from_chunks(chunks: torch.Tensor, L: int) -> torch.Tensor:
     return torch.view_as_real(chunks.reshape(B, nc * T, n)[:, :L])
 
 
-def local_scan(lam: torch.Tensor, w: torch.Tensor, out: torch.Tensor, reverse: bool = False) -> torch.Tensor:
+def local_scan(lam: torch.Tensor, w: torch.Tensor, out: torch.Tensor, reverse: bool = False,
+               time_dim: int = 2) -> torch.Tensor:
     """Step 1: the recurrence inside every chunk from a zero state, all chunks at once, written into `out`.
 
-    lam (n,), w and out (B nc T n) complex. Reverse: out_t = w_t + lambda out_{t+1} from the chunk's end.
+    lam (n,), w and out complex chunks: (B nc T n) (time_dim 2) or time-major (T B nc n) (time_dim 0);
+    `out` may be `w` itself (in place). Reverse: out_t = w_t + lambda out_{t+1} from the chunk's end.
     """
-    T = w.shape[2]
+    T = w.shape[time_dim]
     first, order, prev = (0, range(1, T), -1) if not reverse else (T - 1, range(T - 2, -1, -1), 1)
-    out[:, :, first] = w[:, :, first]
+    if out is not w:
+        out.select(time_dim, first).copy_(w.select(time_dim, first))
     for t in order:
-        torch.addcmul(w[:, :, t], lam, out[:, :, t + prev], out=out[:, :, t])
+        torch.addcmul(w.select(time_dim, t), lam, out.select(time_dim, t + prev), out=out.select(time_dim, t))
     return out
 
 
 def scan_chunks(lam_powers: torch.Tensor, w: torch.Tensor, carry: torch.Tensor | None,
-                reverse: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+                reverse: bool = False, time_dim: int = 2,
+                out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Steps 1-3 on complex chunks: the states and the state entering every chunk (its boundary).
 
     lam_powers (T+1 n)   lambda^k for k = 0..T
-    w          (B nc T n) inputs
+    w          (B nc T n) inputs, or time-major (T B nc n) with time_dim 0
     carry      (B n) or None: the state entering the first chunk (the last one, reverse)
-    -> states (B nc T n), boundaries (B nc n)
+    out        where the states go (w itself: in place), or None for a new buffer
+    -> states (shaped as w), boundaries (B nc n)
+
+    Why two layouts: the chunks of a (B L n) sequence are views of it batch-major, and the states read
+    as (B L n) again without a copy (`chunked`). A step's slice is then B nc rows of n lanes T n entries
+    apart; where the inputs are formed anyway (the layer's projection, `layer_scan`), time-major chunks
+    make it one contiguous block, and a step took half the time (B 8, nc 16, T 16, n 128, complex64:
+    30 against 60 us on the development machine).
     """
-    B, nc, T, n = w.shape
+    T, nc = w.shape[time_dim], w.shape[1 if time_dim == 2 else 2]
     lam, lam_T = lam_powers[1], lam_powers[T]
-    states = local_scan(lam, w, torch.empty_like(w), reverse)
-    boundaries = torch.empty_like(w[:, :, 0])                         # (B nc n)
-    first, order, prev, end = (0, range(1, nc), -1, T - 1) if not reverse else (nc - 1, range(nc - 2, -1, -1), 1, 0)
+    states = local_scan(lam, w, torch.empty_like(w) if out is None else out, reverse, time_dim)
+    ends = states.select(time_dim, T - 1 if not reverse else 0)       # (B nc n): the end of every chunk
+    boundaries = torch.empty_like(ends)                               # (B nc n)
+    first, order, prev = (0, range(1, nc), -1) if not reverse else (nc - 1, range(nc - 2, -1, -1), 1)
     if carry is None:
         boundaries[:, first] = 0
     else:
         boundaries[:, first] = carry
     for c in order:                                                   # 2. the carries
-        torch.addcmul(states[:, c + prev, end], lam_T, boundaries[:, c + prev], out=boundaries[:, c])
+        torch.addcmul(ends[:, c + prev], lam_T, boundaries[:, c + prev], out=boundaries[:, c])
     fixup = lam_powers[1:] if not reverse else lam_powers[1:].flip(0) # lambda^(t+1), reverse lambda^(T-t)
-    states.addcmul_(boundaries[:, :, None], fixup)                    # 3. the fix-up
+    if time_dim == 0:
+        fixup = fixup[:, None, None]                                  # (T 1 1 n)
+    states.addcmul_(boundaries.unsqueeze(time_dim), fixup)            # 3. the fix-up
     return states, boundaries
 
 
@@ -284,7 +298,7 @@ class DiagonalScan(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_states):
         log_lam, v, boundaries = ctx.saved_tensors
-        T, (B, L, n, _) = ctx.T, v.shape
+        T, L = ctx.T, v.shape[1]
         lam_powers = powers(log_lam, torch.arange(T + 1, device=v.device, dtype=v.dtype))   # (T+1 n)
         adjoint, _ = scan_chunks(lam_powers.conj(), to_chunks(grad_states, T), None, reverse=True)  # (B nc T n)
         lam = lam_powers[1]

@@ -165,9 +165,9 @@ def test_autocast_runs_the_projections_in_bf16_and_the_recurrence_in_float32(kin
     seen = []
     real_scan_chunks, real_carries = scan.scan_chunks, dlr.carries
 
-    def recording(lam_powers, w, carry, reverse=False):
+    def recording(lam_powers, w, carry, reverse=False, **layout):
         seen.append(w.dtype)
-        return real_scan_chunks(lam_powers, w, carry, reverse)
+        return real_scan_chunks(lam_powers, w, carry, reverse, **layout)
 
     def recording_dlr(log_lam, W, chunks, L, x0, with_state, y):     # DLR's recurrence: the states between chunks
         X = real_carries(log_lam, W, chunks, L, x0, with_state, y)
