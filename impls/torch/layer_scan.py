@@ -13,6 +13,9 @@ time in blocks of at most `BLOCK` complex entries (B x positions x n):
 
 * forward: per block, v = W_in u, the chunked scan (`scan.scan_chunks`) from the carry of the previous
   block, y = W_out x + D u written into the output; the backward direction runs the blocks right to left.
+  A block is taken as time-major chunks (T B nb H): position c T + t at [t, :, c] (`_time_major`), so that
+  the projections are plain matrix products on contiguous rows and every step of the scan is one
+  contiguous slice, and the scan runs in place on the projection's buffer.
 * backward: per block, in the opposite order, the states are recomputed from their saved boundaries
   (`scan.local_scan` plus the fix-up lambda^(t+1) S_c), and the adjoint of the recurrence runs as the
   same chunked scan in reverse time with the transition conjugated (the derivation is in
