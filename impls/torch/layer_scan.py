@@ -13,7 +13,7 @@ time in blocks of at most `BLOCK` complex entries (B x positions x n):
 
 * forward: per block, v = W_in u, the chunked scan (`scan.scan_chunks`) from the carry of the previous
   block, y = W_out x + D u written into the output; the backward direction runs the blocks right to left.
-  A block is taken as time-major chunks (T B nb H): position c T + t at [t, :, c] (`_time_major`), so that
+  A block is taken as time-major chunks (T B nb H): position c T + t at [t, :, c] (`_rows`), so that
   the projections are plain matrix products on contiguous rows and every step of the scan is one
   contiguous slice, and the scan runs in place on the projection's buffer.
 * backward: per block, in the opposite order, the states are recomputed from their saved boundaries
@@ -53,13 +53,13 @@ def block_length(L: int, B: int, lanes: int) -> int:
     return L if L <= block else block
 
 
-def _time_major(x: torch.Tensor, T: int) -> torch.Tensor:
-    """One block (B l ...) as time-major chunks (T B nb ...): position c T + t at [t, :, c], zero-padded to nb T
-    positions. A view (a permutation of x) when l is a multiple of T, else a new tensor."""
+def _rows(x: torch.Tensor, T: int) -> torch.Tensor:
+    """One block (B l X) as time-major chunks (T B nb X), contiguous (a copy): position c T + t at [t, :, c],
+    zero-padded to nb T positions."""
     B, l = x.shape[:2]
     nb, full = -(-l // T), l // T
     if full == nb:
-        return x.unflatten(1, (nb, T)).movedim(2, 0)
+        return x.unflatten(1, (nb, T)).movedim(2, 0).contiguous()
     out = x.new_empty((T, B, nb, *x.shape[2:]))
     if full:
         out[:, :, :full] = x[:, :full * T].unflatten(1, (full, T)).movedim(2, 0)
@@ -70,7 +70,7 @@ def _time_major(x: torch.Tensor, T: int) -> torch.Tensor:
 
 
 def _batch_major(dst: torch.Tensor, x: torch.Tensor, add: bool = False) -> None:
-    """Write (or add) time-major x (T B nb ...) into dst (B l ...), the padding dropped: `_time_major`'s inverse."""
+    """Write (or add) time-major x (T B nb ...) into dst (B l ...), the padding dropped: `_rows`'s inverse."""
     T, l = x.shape[0], dst.shape[1]
     full = l // T
     parts = [(dst[:, :full * T].unflatten(1, (full, T)).movedim(2, 0), x[:, :, :full])] if full else []
@@ -84,11 +84,6 @@ def _last(chunks: torch.Tensor, length: int) -> torch.Tensor:
     """The entry of time-major chunks (T B nb ...) at position length - 1 of the block: (B ...), a view."""
     T = chunks.shape[0]
     return chunks[(length - 1) % T, :, (length - 1) // T]
-
-
-def _rows(x_b: torch.Tensor, T: int) -> torch.Tensor:
-    """One block (B l X) as time-major chunks (T B nb X), contiguous (a copy), zero-padded to nb T positions."""
-    return _time_major(x_b, T).contiguous()
 
 
 def _project(u_rows: torch.Tensor, W_in: torch.Tensor) -> torch.Tensor:

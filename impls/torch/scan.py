@@ -235,11 +235,13 @@ def scan_chunks(lam_powers: torch.Tensor, w: torch.Tensor, carry: torch.Tensor |
     make it one contiguous block, and a step took half the time (B 8, nc 16, T 16, n 128, complex64:
     30 against 60 us on the development machine).
     """
-    T, nc = w.shape[time_dim], w.shape[1 if time_dim == 2 else 2]
+    if time_dim not in (0, 2):
+        raise ValueError(f"time_dim: expected 2 (B nc T n) or 0 (T B nc n), found {time_dim}")
+    T = w.shape[time_dim]
     lam, lam_T = lam_powers[1], lam_powers[T]
     states = local_scan(lam, w, torch.empty_like(w) if out is None else out, reverse, time_dim)
     ends = states.select(time_dim, T - 1 if not reverse else 0)       # (B nc n): the end of every chunk
-    boundaries = torch.empty_like(ends)                               # (B nc n)
+    boundaries, nc = torch.empty_like(ends), ends.shape[1]            # (B nc n)
     first, order, prev = (0, range(1, nc), -1) if not reverse else (nc - 1, range(nc - 2, -1, -1), 1)
     if carry is None:
         boundaries[:, first] = 0
@@ -248,8 +250,7 @@ def scan_chunks(lam_powers: torch.Tensor, w: torch.Tensor, carry: torch.Tensor |
     for c in order:                                                   # 2. the carries
         torch.addcmul(ends[:, c + prev], lam_T, boundaries[:, c + prev], out=boundaries[:, c])
     fixup = lam_powers[1:] if not reverse else lam_powers[1:].flip(0) # lambda^(t+1), reverse lambda^(T-t)
-    if time_dim == 0:
-        fixup = fixup[:, None, None]                                  # (T 1 1 n)
+    fixup = fixup.view(T, *[1] * (w.dim() - 2 - time_dim), -1)        # (T n) or (T 1 1 n): along the time axis
     states.addcmul_(boundaries.unsqueeze(time_dim), fixup)            # 3. the fix-up
     return states, boundaries
 

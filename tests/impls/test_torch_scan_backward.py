@@ -189,3 +189,21 @@ def test_autocast_runs_the_projections_in_bf16_and_the_recurrence_in_float32(kin
         assert_close(f"{kind} {name} under autocast", as_numpy(ref), as_numpy(got), "forward", "bfloat16")
     bf16_used = not np.allclose(as_numpy(y32), as_numpy(y), rtol=0, atol=1e-6 * float(y32.detach().abs().max()))
     assert bf16_used == (kind != "dlr"), "DLR has no projections; RotRNN and LRU must have used bf16 in them"
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_time_major_chunks_give_the_states_and_boundaries_of_batch_major_ones(reverse):
+    g = torch.Generator().manual_seed(3)
+    B, nc, T, n = 2, 3, 4, 5
+    log_lam = torch.complex(-torch.rand(n, generator=g, dtype=torch.float64), torch.randn(n, generator=g, dtype=torch.float64))
+    lam_powers = scan.powers(log_lam, torch.arange(T + 1, dtype=torch.float64))
+    w = torch.randn(B, nc, T, n, generator=g, dtype=torch.complex128)
+    carry = torch.randn(B, n, generator=g, dtype=torch.complex128)
+    states, bounds = scan.scan_chunks(lam_powers, w, carry, reverse)
+    w_tm = w.permute(2, 0, 1, 3).contiguous()
+    states_tm, bounds_tm = scan.scan_chunks(lam_powers, w_tm, carry, reverse, time_dim=0, out=w_tm)
+    assert states_tm.data_ptr() == w_tm.data_ptr()                    # in place when asked
+    torch.testing.assert_close(states_tm.permute(1, 2, 0, 3), states, rtol=1e-13, atol=1e-13)
+    torch.testing.assert_close(bounds_tm, bounds, rtol=1e-13, atol=1e-13)
+    with pytest.raises(ValueError, match="time_dim: expected 2"):
+        scan.scan_chunks(lam_powers, w, carry, reverse, time_dim=1)
