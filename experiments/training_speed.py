@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from linrnn.experiments.memory_probe import available_bytes, out_of_memory, probe_memory
-from linrnn.impls.bench import DIRECTIONS, TRAINING_MODES, input_bytes, timed_median_ms
+from linrnn.impls.bench import DIRECTIONS, TRAINING_MODES, input_bytes, interleaved_ms, timed_median_ms
 from linrnn.impls.errors import LinrnnError
 
 LENGTHS = (1024, 4096, 16384, 65536, 262144)
@@ -224,11 +224,14 @@ def interleaved(*, device: str = "cpu", L: int = REFERENCE_L, batch: int = 8, wi
     The sweep times one case after another, so whatever changes the machine's speed between cases (a
     neighbour on a shared machine, the clock, the page cache) moves their ratios: on the development
     machine the same code's LRU fwd+bwd / s5-pytorch read 0.32 in one sweep and 0.46 in another. Here
-    the cases of one direction are all built first, then each round calls every case once in turn, and
-    each keeps the median over the rounds, so that a slow spell slows all of them alike. PyTorch's
-    layers, its GEMM floor and s5-pytorch (LRU-pytorch is left out: one call takes 20 s or more).
+    the cases of one direction are all built first, then each round calls every case once in turn
+    (`interleaved_ms`). A ratio is the median over the rounds of the ratio within a round, stored with its
+    range: a slow spell falls on the calls of the rounds it lasts, but not always on each alike, and the
+    range shows how much it moved the ratio. PyTorch's layers, its GEMM floor and s5-pytorch
+    (LRU-pytorch is left out: one call takes 20 s or more).
 
-    -> rows {"implementation", "direction", "L", "ms", "rounds", "over_gemm_floor", "over_s5_pytorch", "skipped"}
+    -> rows {"implementation", "direction", "L", "ms" (the median), "rounds", "round_ms" (every round's),
+             "over_gemm_floor", "over_gemm_floor_range", "over_s5_pytorch", "over_s5_pytorch_range", "skipped"}
     """
     if rounds < 1:
         raise LinrnnError(f"rounds: expected at least 1, found {rounds}")
@@ -238,33 +241,36 @@ def interleaved(*, device: str = "cpu", L: int = REFERENCE_L, batch: int = 8, wi
     rows = []
     for i, direction in enumerate(DIRECTIONS):
         progress(i, len(DIRECTIONS), f"interleaved rounds, torch {direction} L={L}")
-        calls, times = {}, {}
+        calls, mine = {}, []
         for case in todo:
             row = {"implementation": case.implementation, "direction": direction, "L": L, "ms": None,
-                   "rounds": 0, "skipped": case.unavailable}
-            rows.append(row)
+                   "rounds": 0, "round_ms": None, "skipped": case.unavailable}
+            mine.append(row)
             if case.unavailable is None:
                 spec = {"framework": "torch", "builder": case.builder, "arg": case.arg, "direction": direction,
                         "B": batch, "L": L, "H": width, "N": state, "heads": heads, "dtype": dtype, "device": device}
-                calls[case.implementation] = (row, build(spec)[0])
-        for row, call in calls.values():
-            call()                                                          # warm-up, untimed
-        for _ in range(rounds):
-            for name, (row, call) in calls.items():
-                start = time.perf_counter()
-                call()
-                times.setdefault(name, []).append(time.perf_counter() - start)
-        for name, (row, _) in calls.items():
-            row["ms"], row["rounds"] = 1e3 * statistics.median(times[name]), rounds
+                calls[case.implementation] = build(spec)[0]
+        times = interleaved_ms(calls, rounds)
+        for row in mine:
+            if row["implementation"] in times:
+                row["round_ms"] = times[row["implementation"]]
+                row["ms"], row["rounds"] = statistics.median(row["round_ms"]), rounds
+        for row in mine:
+            for key, yardstick in (("over_gemm_floor", GEMM), ("over_s5_pytorch", S5)):
+                row[key], row[key + "_range"] = _round_ratios(row["round_ms"], times.get(yardstick))
+        rows += mine
         del calls
         gc.collect()
     progress(len(DIRECTIONS), len(DIRECTIONS), "interleaved rounds done")
-    ms = {(r["implementation"], r["direction"]): r["ms"] for r in rows}
-    for r in rows:
-        gemm, s5 = ms.get((GEMM, r["direction"])), ms.get((S5, r["direction"]))
-        r["over_gemm_floor"] = r["ms"] / gemm if r["ms"] is not None and gemm else None
-        r["over_s5_pytorch"] = r["ms"] / s5 if r["ms"] is not None and s5 else None
     return rows
+
+
+def _round_ratios(times, yardstick) -> tuple[float | None, list[float] | None]:
+    """The median over the rounds of time / the yardstick's time in the same round, and [min, max] of them."""
+    if not times or not yardstick:
+        return None, None
+    ratios = sorted(t / y for t, y in zip(times, yardstick))
+    return statistics.median(ratios), [ratios[0], ratios[-1]]
 
 
 def _run_case(row: dict, spec: dict, memory: bool, last_peak, budget_s) -> str | None:
@@ -368,6 +374,12 @@ def _ms(x) -> str:
     return "-" if x is None else f"{x:.{2 if x < 10 else 1}f}"
 
 
+def _ranged(row: dict, key: str) -> str:
+    """A ratio with its range over the rounds, where the row has one (sweeps stored before it had none)."""
+    spread = row.get(key + "_range")
+    return _cell(row[key]) + ("" if spread is None else f" ({spread[0]:.2f}-{spread[1]:.2f})")
+
+
 def markdown(result: dict) -> str:
     """The targets and every row as markdown tables (what docs/speed.md quotes)."""
     c = result["config"]
@@ -392,11 +404,12 @@ def markdown(result: dict) -> str:
                      f"{_cell(r['peak_over_BLH4'], 1)} | {r['skipped'] or ''} |")
     if result.get("interleaved"):
         L = result["interleaved"][0]["L"]
-        lines += ["", f"Interleaved rounds at L = {L} (PyTorch; `interleaved`):", "",
+        lines += ["", f"Interleaved rounds at L = {L} (PyTorch; `interleaved`; ratios: the median of the rounds' "
+                  "ratios, their range in brackets):", "",
                   "| implementation | direction | ms | x GEMM floor | x s5-pytorch | skipped |", "|---" * 6 + "|"]
         for r in result["interleaved"]:
-            lines.append(f"| {r['implementation']} | {r['direction']} | {_ms(r['ms'])} | {_cell(r['over_gemm_floor'])} "
-                         f"| {_cell(r['over_s5_pytorch'])} | {r['skipped'] or ''} |")
+            lines.append(f"| {r['implementation']} | {r['direction']} | {_ms(r['ms'])} | "
+                         f"{_ranged(r, 'over_gemm_floor')} | {_ranged(r, 'over_s5_pytorch')} | {r['skipped'] or ''} |")
     return "\n".join(lines) + "\n"
 
 

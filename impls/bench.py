@@ -5,7 +5,7 @@ builds its own layer from `layer_config` and returns `(forward, info)`: a synchr
 call returning y (B L H), and the record of the run (`info_record` plus the side's device and
 version). `make_forward_backward` (same signature) returns a call that runs the forward and the
 gradient of sum(y) with respect to the parameters and u. `median_ms` times any such call the same way
-for both. Numbers on a shared CPU are noisy (docs/speed.md): time alone, compare ratios, never assert
+for both; `interleaved_ms` times several calls in turn, round by round. Numbers on a shared CPU are noisy (docs/speed.md): time alone, compare ratios, never assert
 on a timing in a test.
 
 Every builder takes `before_inputs`: a callable run after everything that does not depend on the
@@ -84,6 +84,24 @@ def timed_median_ms(call: Callable[[], object], seconds: float = 2.0) -> tuple[f
     once = time.perf_counter() - start
     repeats = 1 if once >= seconds else min(7, max(3, int(seconds / max(once, 1e-6))))
     return median_ms(call, repeats=repeats, warmup=0), repeats
+
+
+def interleaved_ms(calls: dict[str, Callable[[], object]], repeats: int = 9) -> dict[str, list[float]]:
+    """Every call's times in ms, the calls interleaved run by run after one untimed warm-up each.
+
+    A slow spell of a shared machine then falls on the calls of the rounds it lasts rather than on every
+    run of one call (docs/speed.md, "Rules for timing"); it does not always slow them alike, so compare
+    calls through the ratios within each round, with their spread, not only through their medians.
+    """
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for f in calls.values():
+        f()
+    for _ in range(repeats):
+        for name, f in calls.items():
+            start = time.perf_counter()
+            f()
+            times[name].append(1e3 * (time.perf_counter() - start))
+    return times
 
 
 # -- peak resident memory (Linux) ------------------------------------------------------------------

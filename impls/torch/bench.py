@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import platform
 import statistics
-import time
 from typing import Callable, Sequence
 
 import torch
 
-from linrnn.impls.bench import (check_direction, info_record, layer_config,  # noqa: F401  (median_ms: re-exported)
+from linrnn.impls.bench import (check_direction, info_record, interleaved_ms, layer_config,  # noqa: F401  (median_ms: re-exported)
                                 median_ms)
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
@@ -250,15 +249,7 @@ def scan_candidates(B: int = 8, L: int = 4096, n: int = 128, chunks=(16, 32, 64,
 def scan_timings(B: int = 8, L: int = 4096, n: int = 128, chunks=(16, 32, 64, 128, 256), repeats: int = 9,
                  dtype: str = "float32") -> dict[str, float]:
     """Median ms of each of `scan_candidates`, the candidates interleaved run by run (fairer on a busy machine)."""
-    candidates = scan_candidates(B, L, n, chunks, dtype)
-    times: dict[str, list[float]] = {name: [] for name in candidates}
-    for f in candidates.values():
-        f()
-    for _ in range(repeats):
-        for name, f in candidates.items():
-            start = time.perf_counter()
-            f()
-            times[name].append(1e3 * (time.perf_counter() - start))
+    times = interleaved_ms(scan_candidates(B, L, n, chunks, dtype), repeats)
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 
@@ -326,9 +317,117 @@ def dlr_forward_parts(B: int = 8, L: int = 4096, H: int = 128, N: int = 128, dty
             "layer scan": whole("scan"), "scan carries": scan_carries}
 
 
-if __name__ == "__main__":     # python -m linrnn.impls.torch.bench [threads]: the numbers behind scan.py's choice
+DIAGONAL_PARTS = ("layer scan", "parameters", "projections and copies", "two products in blocks", "scan in blocks")
+
+
+def diagonal_forward_parts(kind: str, B: int = 8, L: int = 4096, H: int = 128, N: int = 128, heads: int = 16,
+                           dtype: str = "float32", seed: int = 0) -> dict[str, Callable[[], torch.Tensor]]:
+    """RotRNN's or LRU's `scan` forward and its parts, each alone (inference): what bounds the layer's forward.
+
+    The layer's forward (`layer_scan.forward_blocks`) goes over time in blocks, each as time-major chunks:
+
+    'layer scan'              the whole layer in `scan`, as `make_forward(kind, 'scan', ...)` runs it
+    'parameters'              the raw parameters to the diagonal form (`materialise`; RotRNN: an expm per head)
+    'projections and copies'  `forward_blocks` with a recurrence that does nothing: each block copied into
+                              time-major chunks, v = W_in u, y = W_out v + D u, y copied back (the layer
+                              with lambda = 0)
+    'two products in blocks'  the two matrix products alone, on the same blocks of contiguous rows
+    'scan in blocks'          the recurrence alone (`scan.scan_chunks`: the steps inside the chunks, the
+                              carries, the fix-up) on the same blocks, from the previous block's state
+
+    The GEMM floor (`make_gemm_floor`) does the same two products on the whole sequence at once.
+    """
+    from linrnn.impls.torch import from_bundle, layer_scan
+    from linrnn.impls.torch import scan as scans
+
+    if kind not in ("rotrnn", "lru"):
+        raise LinrnnError(f"kind: expected rotrnn or lru (a diagonal layer with a `scan` view), found {kind!r}")
+    real = torch_dtype(dtype)
+    layer = from_bundle(init(layer_config(kind, H, N, heads), seed), real)
+    u = _normal((B, L, H), real, torch.device("cpu"), seed)                      # (B L H)
+    with torch.no_grad():
+        f = layer.materialise()
+        n = f.lanes
+        block = layer_scan.block_length(L, B, n)
+        T = scans.chunk_length(block)
+        lam_powers = scans.powers(f.log_lam.to(scans.complex_dtype(real)), torch.arange(T + 1, dtype=real))
+        rows = [layer_scan._rows(u[:, s:s + block], T) for s in range(0, L, block)]    # (T B nb H) each
+        inputs = [layer_scan._project(r, f.W_in) for r in rows]                         # (T B nb n) each
+        states = [torch.empty_like(w) for w in inputs]
+
+    def nothing(lam_powers, w, carry, time_dim, out):
+        return w, None
+
+    @torch.no_grad()
+    def whole() -> torch.Tensor:
+        return layer(u, "scan", final_state=False)[0]
+
+    @torch.no_grad()
+    def parameters() -> torch.Tensor:
+        return layer.materialise().W_in
+
+    @torch.no_grad()
+    def projections_and_copies() -> torch.Tensor:
+        return layer_scan.forward_blocks(u, f.W_in, lam_powers, f.W_out, f.D, None, block, T, nothing)[0]
+
+    @torch.no_grad()
+    def products() -> torch.Tensor:
+        for r in rows:
+            y = (r @ f.W_in.T) @ f.W_out.T                                        # (T B nb H)
+        return y
+
+    @torch.no_grad()
+    def recurrence() -> torch.Tensor:
+        carry = None
+        for s, w, x in zip(range(0, L, block), inputs, states):
+            scans.scan_chunks(lam_powers, w, carry, time_dim=0, out=x)
+            carry = layer_scan._last(x, min(block, L - s))
+        return torch.view_as_real(states[-1])
+    return dict(zip(DIAGONAL_PARTS, (whole, parameters, projections_and_copies, products, recurrence)))
+
+
+def forward_parts_table(rounds: int = 11, B: int = 8, L: int = 4096, H: int = 128, N: int = 128,
+                        heads: int = 16) -> str:
+    """RotRNN's, LRU's and DLR's forward parts beside the GEMM floor and s5-pytorch, timed in interleaved rounds.
+
+    -> a markdown table: each call's median ms, and its ratios to the two yardsticks as the median of the
+    ratios within a round, with their range over the rounds (a slow spell that hits one call and not the
+    other shows there). s5-pytorch's column is left out, with a note, without the [peers] extra.
+    """
+    from linrnn.impls.torch import peers
+
+    calls = {"GEMM floor": make_gemm_floor("forward", B, L, H, N)[0]}
+    s5_missing = peers.missing_reason("s5-pytorch")
+    if s5_missing is None:
+        calls["s5-pytorch"] = make_peer("s5-pytorch", "forward", B, L, H, N)[0]
+    for kind in ("rotrnn", "lru"):
+        calls.update({f"{kind}: {part}": f for part, f in diagonal_forward_parts(kind, B, L, H, N, heads).items()})
+    calls.update({f"dlr: {part}": f for part, f in dlr_forward_parts(B, L, H, N).items()})
+    times = interleaved_ms(calls, rounds)
+
+    def ratio(name: str, yardstick: str) -> str:
+        if yardstick not in times:
+            return "-"
+        r = sorted(a / b for a, b in zip(times[name], times[yardstick]))
+        return f"{statistics.median(r):.2f} ({r[0]:.2f}-{r[-1]:.2f})"
+    lines = [f"B = {B}, L = {L}, H = N = {H} (RotRNN {heads} heads), float32, {torch.get_num_threads()} threads, "
+             f"{rounds} interleaved rounds; ratios: median of the rounds' ratios (their range)", "",
+             "| call | ms | / GEMM floor | / s5-pytorch |", "|---|---|---|---|"]
+    lines += [f"| {name} | {statistics.median(ts):.1f} | {ratio(name, 'GEMM floor')} | {ratio(name, 's5-pytorch')} |"
+              for name, ts in times.items()]
+    if s5_missing:
+        lines += ["", f"s5-pytorch: {s5_missing}"]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    # python -m linrnn.impls.torch.bench [threads]: the numbers behind scan.py's choice
+    # python -m linrnn.impls.torch.bench parts [rounds]: the forward parts against the targets' yardsticks
     import sys
 
+    if sys.argv[1:2] == ["parts"]:
+        print(forward_parts_table(*(int(a) for a in sys.argv[2:3])))
+        sys.exit(0)
     if len(sys.argv) > 1:
         torch.set_num_threads(int(sys.argv[1]))
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32, B=8, L=4096")

@@ -106,24 +106,37 @@ def _gram(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return a.flatten(0, 2).T @ b.flatten(0, 2)
 
 
+def forward_blocks(u, W_in, lam_powers, W_out, D, carry, block, T, recurrence=scans.scan_chunks):
+    """The forward direction, block by block: v = W_in u, the chunked scan from the carry, y = W_out x + D u.
+
+    u (B L H), lam_powers (T+1 n), carry (B n) complex or None -> y (B L H), the state after the last
+    position (B n), and every block's chunk boundaries (a list of (B nb n)). `recurrence` is the scan
+    (`scans.scan_chunks`'s signature, in place); `linrnn.impls.torch.bench.diagonal_forward_parts` passes
+    one that does nothing, to time the projections and copies alone.
+    """
+    L = u.shape[1]
+    y, bounds = torch.empty_like(u), []                                                   # (B L H)
+    for s in range(0, L, block):
+        e = min(L, s + block)
+        u_rows = _rows(u[:, s:e], T)                                                      # (T B nb H)
+        w = _project(u_rows, W_in)                                                        # (T B nb n)
+        x, S = recurrence(lam_powers, w, carry, time_dim=0, out=w)                        # (T B nb n), (B nb n)
+        _batch_major(y[:, s:e], torch.addcmul(_pairs(x) @ W_out.T, D, u_rows))
+        carry = _last(x, e - s)
+        bounds.append(S)
+    return y, carry, bounds
+
+
 class DiagonalLayerScan(torch.autograd.Function):
     """(u, W_in, log_lam, W_out, D, x0, W_out_rev) -> (y (B L H), x_L (B n 2)), module docstring."""
 
     @staticmethod
     def forward(ctx, u, W_in, log_lam, W_out, D, x0, W_out_rev, block, T):
-        B, L, H = u.shape
+        L = u.shape[1]
         lam_powers = scans.powers(log_lam, torch.arange(T + 1, device=u.device, dtype=u.dtype))   # (T+1 n)
         blocks = [(s, min(L, s + block)) for s in range(0, L, block)]
-        y = torch.empty_like(u)                                                               # (B L H)
         carry = None if x0 is None else torch.view_as_complex(x0.contiguous())               # (B n)
-        forward_bounds = []
-        for s, e in blocks:
-            u_rows = _rows(u[:, s:e], T)                                                      # (T B nb H)
-            w = _project(u_rows, W_in)                                                        # (T B nb n)
-            x, S = scans.scan_chunks(lam_powers, w, carry, time_dim=0, out=w)                # (T B nb n), (B nb n)
-            _batch_major(y[:, s:e], torch.addcmul(_pairs(x) @ W_out.T, D, u_rows))
-            carry = _last(x, e - s)
-            forward_bounds.append(S)
+        y, carry, forward_bounds = forward_blocks(u, W_in, lam_powers, W_out, D, carry, block, T)
         x_last = torch.view_as_real(carry).clone()                                           # (B n 2)
         reverse_bounds = [None] * len(blocks)
         if W_out_rev is not None:

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from linrnn.impls.torch import MODES
-from linrnn.impls.torch.bench import (dlr_chunk_forward, dlr_forward_parts, make_forward, make_gemm_floor, make_peer,
-                                      scan_candidates)
+from linrnn.impls.torch.bench import (DIAGONAL_PARTS, diagonal_forward_parts, dlr_chunk_forward, dlr_forward_parts,
+                                      make_forward, make_gemm_floor, make_peer, scan_candidates)
 
 B, L, H, N, HEADS = 8, 4096, 128, 128, 16
 SECONDS_PER_TEST = 4.0
@@ -72,17 +72,36 @@ def test_torch_dlr_forward_parts(benchmark, part):
     """DLR's conv and scan forwards, their kernel, FFT convolution and carries alone, beside the GEMM floor and
     s5-pytorch (the targets' two yardsticks; skipped with the reason without the [peers] extra), at the sizes
     above: the measurement behind docs/speed.md's "DLR's forward targets"."""
+    forward, info = _yardstick(part) or (dlr_forward_parts(B, L, H, N, dtype="float32")[part],
+                                         {"backend": "torch", "what": "dlr forward parts", "B": B, "L": L, "H": H, "N": N})
+    y = _timed(benchmark, forward, {**info, "part": part, "dtype": "float32", "threads": torch.get_num_threads()})
+    assert bool(torch.isfinite(y).all())
+
+
+def _yardstick(part):
+    """(forward, info) of the targets' yardsticks, the GEMM floor and s5-pytorch (skipped without the [peers] extra),
+    or None for a part of a layer."""
     if part == "s5-pytorch":
         from linrnn.impls.torch import peers
 
         reason = peers.missing_reason(part)
         if reason:
             pytest.skip(reason)
-        forward, info = make_peer(part, "forward", B, L, H, N, dtype="float32")
-    elif part == "GEMM floor":
-        forward, info = make_gemm_floor("forward", B, L, H, N, dtype="float32")
-    else:
-        forward = dlr_forward_parts(B, L, H, N, dtype="float32")[part]
-        info = {"backend": "torch", "what": "dlr forward parts", "B": B, "L": L, "H": H, "N": N}
+        return make_peer(part, "forward", B, L, H, N, dtype="float32")
+    if part == "GEMM floor":
+        return make_gemm_floor("forward", B, L, H, N, dtype="float32")
+    return None
+
+
+@pytest.mark.bench
+@pytest.mark.parametrize("part", [*DIAGONAL_PARTS, "GEMM floor", "s5-pytorch"])
+@pytest.mark.parametrize("kind", ["rotrnn", "lru"])
+def test_torch_diagonal_forward_parts(benchmark, kind, part):
+    """RotRNN's and LRU's `scan` forward, its projections and copies, its two products and its recurrence alone,
+    block by block as the layer runs them, beside the GEMM floor and s5-pytorch: the measurement behind
+    docs/speed.md's "RotRNN's and LRU's forward targets"."""
+    forward, info = _yardstick(part) or (diagonal_forward_parts(kind, B, L, H, N, HEADS, dtype="float32")[part],
+                                         {"backend": "torch", "what": "diagonal forward parts", "kind": kind, "B": B,
+                                          "L": L, "H": H, "N": N, "heads": HEADS})
     y = _timed(benchmark, forward, {**info, "part": part, "dtype": "float32", "threads": torch.get_num_threads()})
     assert bool(torch.isfinite(y).all())

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from linrnn.impls.errors import LinrnnError
 from linrnn.impls.tolerance import assert_close
 from linrnn.impls.torch import diagonal, dlr, layer_scan, scan
 
@@ -207,3 +208,39 @@ def test_time_major_chunks_give_the_states_and_boundaries_of_batch_major_ones(re
     torch.testing.assert_close(bounds_tm, bounds, rtol=1e-13, atol=1e-13)
     with pytest.raises(ValueError, match="time_dim: expected 2"):
         scan.scan_chunks(lam_powers, w, carry, reverse, time_dim=1)
+
+
+# -- the parts of the forward, timed alone by `bench.diagonal_forward_parts` (docs/speed.md) ----------
+
+@pytest.mark.parametrize("kind", ["rotrnn", "lru"])
+def test_the_forward_parts_are_the_layers_own(small_blocks, kind):
+    """Each part computes what that part of the layer computes, over several blocks and a padded last one."""
+    from linrnn.impls.bench import layer_config
+    from linrnn.impls.init import init
+    from linrnn.impls.torch import bench, from_bundle
+
+    B, L, H, N, heads = 2, 21, 3, 4, 2
+    parts = bench.diagonal_forward_parts(kind, B, L, H, N, heads, dtype="float64", seed=5)
+    assert set(parts) == set(bench.DIAGONAL_PARTS)
+    layer = from_bundle(init(layer_config(kind, H, N, heads), 5), torch.float64)
+    u = torch.randn(B, L, H, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    f = layer.materialise()
+    block = layer_scan.block_length(L, B, f.lanes)
+    T, last = scan.chunk_length(block), L - (L - 1) // block * block
+    assert block < L and last % T, "the sizes must give several blocks and a padded last chunk"
+
+    with torch.no_grad():
+        v = u @ f.W_in.T                                                           # (B L 2n)
+        torch.testing.assert_close(parts["layer scan"](), layer(u, "scan")[0], rtol=0, atol=0)
+        torch.testing.assert_close(parts["parameters"](), f.W_in, rtol=0, atol=0)
+        # lambda = 0: no recurrence, so y = W_out W_in u + D u
+        torch.testing.assert_close(parts["projections and copies"](), v @ f.W_out.T + f.D * u, rtol=1e-12, atol=1e-12)
+        got = torch.zeros(B, last, H, dtype=u.dtype)
+        layer_scan._batch_major(got, parts["two products in blocks"]())
+        torch.testing.assert_close(got, v[:, -last:] @ f.W_out.T, rtol=1e-12, atol=1e-12)
+        states = torch.zeros(B, last, f.lanes, 2, dtype=u.dtype)
+        layer_scan._batch_major(states, parts["scan in blocks"]())
+        expected = scan.sequential(f.log_lam, v.unflatten(-1, (f.lanes, 2)))[:, -last:]
+        torch.testing.assert_close(states, expected, rtol=1e-10, atol=1e-10)
+    with pytest.raises(LinrnnError, match="kind: expected rotrnn or lru"):
+        bench.diagonal_forward_parts("dlr")

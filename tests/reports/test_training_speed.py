@@ -126,17 +126,40 @@ def test_interleaved_rounds_call_every_case_in_turn_and_keep_each_ones_median(mo
     assert [(r["implementation"], r["direction"]) for r in rows] == [
         (i, d) for d in DIRECTIONS for i in ("lru scan", "dlr conv", "dlr scan", ts.GEMM)]
     # the fake clock advances one second per read, so every timed call lasted 1 s: a median of 1e3 ms
-    assert all(r["ms"] == 1e3 and r["rounds"] == 3 and r["over_gemm_floor"] == 1.0 for r in rows)
-    assert all(r["over_s5_pytorch"] is None for r in rows)                   # no s5-pytorch: no ratio to it
+    assert all(r["ms"] == 1e3 and r["rounds"] == 3 and r["round_ms"] == [1e3] * 3 for r in rows)
+    assert all(r["over_gemm_floor"] == 1.0 and r["over_gemm_floor_range"] == [1.0, 1.0] for r in rows)
+    assert all(r["over_s5_pytorch"] is None and r["over_s5_pytorch_range"] is None for r in rows)   # no s5-pytorch
     with pytest.raises(LinrnnError, match="rounds: expected at least 1"):
         ts.interleaved(rounds=0)
 
 
+def test_interleaved_ratios_are_the_median_of_each_rounds_ratio_not_a_ratio_of_medians(monkeypatch):
+    """A spell that slows the layer in one round and the floor in another: the ratio within each round is kept."""
+    durations = {"lru:scan": [9, 2, 2, 6], "gemm": [9, 1, 3, 3]}     # warm-up, then three rounds (seconds)
+    now = [0.0]
+    monkeypatch.setattr(ts.time, "perf_counter", lambda: now[0])
+
+    def fake_build(spec, before_inputs=None):
+        left = list(durations[spec["arg"] or spec["builder"]])
+        return (lambda: now.__setitem__(0, now[0] + left.pop(0))), {}
+
+    monkeypatch.setattr(ts, "build", fake_build)
+    rows = ts.interleaved(L=64, mixers=("lru",), peers=False, rounds=3, **TINY)     # each direction alike
+    for direction in DIRECTIONS:
+        lru, floor = (next(r for r in rows if (r["implementation"], r["direction"]) == (name, direction))
+                      for name in ("lru scan", ts.GEMM))
+        assert lru["round_ms"] == [2e3, 2e3, 6e3] and lru["ms"] == 2e3 and floor["ms"] == 3e3
+        assert lru["over_gemm_floor"] == 2.0 and lru["over_gemm_floor_range"] == [2 / 3, 2.0]   # rounds: 2, 2/3, 2
+        assert lru["ms"] / floor["ms"] == 2 / 3                                                 # medians: 2 / 3
+
+
 def test_interleaved_ratios_divide_by_the_same_directions_floor_and_peer():
     rows = ts.interleaved(L=32, mixers=("lru",), peers=False, rounds=2, **TINY)
-    floor = {r["direction"]: r["ms"] for r in rows if r["implementation"] == ts.GEMM}
+    floor = {r["direction"]: r["round_ms"] for r in rows if r["implementation"] == ts.GEMM}
     for r in rows:
-        assert r["ms"] > 0 and math.isclose(r["over_gemm_floor"], r["ms"] / floor[r["direction"]], rel_tol=1e-12)
+        ratios = [t / f for t, f in zip(r["round_ms"], floor[r["direction"]])]
+        assert r["ms"] > 0 and math.isclose(r["over_gemm_floor"], sum(ratios) / 2, rel_tol=1e-12)
+        assert r["over_gemm_floor_range"] == [min(ratios), max(ratios)]
     result = {"rows": [], "config": {"B": 1, "H": 8, "N": 8, "heads": 2, "dtype": "float32", "device": "cpu",
                                      "memory": None}, "targets": [], "interleaved": rows}
     assert "Interleaved rounds at L = 32" in ts.markdown(result) and "| lru scan | forward |" in ts.markdown(result)
@@ -254,7 +277,11 @@ def test_the_section_renders_from_a_stored_sweep(tmp_path, monkeypatch):
     stored.mkdir()
     result = synthetic_sweep()
     result["interleaved"] = [{"implementation": "lru scan", "direction": "forward+backward", "L": 4096, "ms": 123.4,
-                              "rounds": 7, "over_gemm_floor": 1.87, "over_s5_pytorch": 0.29, "skipped": None}]
+                              "rounds": 7, "over_gemm_floor": 1.87, "over_s5_pytorch": 0.29, "skipped": None},
+                             {"implementation": "rotrnn scan", "direction": "forward+backward", "L": 4096, "ms": 98.7,
+                              "rounds": 7, "round_ms": [98.7] * 7, "over_gemm_floor": 1.51,
+                              "over_gemm_floor_range": [1.25, 1.75], "over_s5_pytorch": 0.21,
+                              "over_s5_pytorch_range": [0.17, 0.33], "skipped": None}]
     (stored / "training_speed_test.json").write_text(json.dumps(ts.stored_record(result, "python -m x --out y")))
     broken = ts.stored_record({**result, "interleaved": [{"implementation": "lru scan"}]}, "python -m x")
     (stored / "training_speed_broken.json").write_text(json.dumps(broken))
@@ -277,6 +304,9 @@ def test_the_section_renders_from_a_stored_sweep(tmp_path, monkeypatch):
     assert f">{lru['fwd_bwd_growth']:.1f}<" in html and f">{lru['forward_over_s5']:.2f}<" in html
     assert "training_speed_test.json" in html and "training_speed_bad.json" in html and "kind: expected" in html
     assert ">123.4<" in html and ">0.29<" in html and "interleaved rounds" in html
+    assert ">0.21 <span class=\"range\">(0.17–0.33)</span><" in html and "(1.25–1.75)" in html
+    assert "the median over the rounds of the ratio within a round" in html
+    assert "| rotrnn scan | forward+backward | 98.7 | 1.51 (1.25-1.75) | 0.21 (0.17-0.33) |" in ts.markdown(result)
     assert "training_speed_broken.json" in html and "sweep.interleaved[0]: expected an object with" in html
     assert "out of memory: the probe process was killed by signal 9" in html and "python -m x --out y" in html
     assert html.count("<svg") == 3                          # stored time, stored memory, live time
