@@ -8,6 +8,7 @@ harnesses as `pytest --benchmark` (`linrnn.impls.torch.bench`, `linrnn.impls.jax
 
     sweep(device="cpu", lengths=(1024, ..., 262144), ...) -> {"rows", "config", "scaling", "targets"}
     interleaved(device="cpu", L=4096, ...) -> rows: PyTorch's cases at one length, timed in interleaved rounds
+    growth_rounds(lengths=(4096, 65536), ...) -> rows: PyTorch's growth, both lengths in interleaved rounds
 
 A row is one (framework, implementation, direction, L):
 
@@ -263,6 +264,51 @@ def interleaved(*, device: str = "cpu", L: int = REFERENCE_L, batch: int = 8, wi
         gc.collect()
     progress(len(DIRECTIONS), len(DIRECTIONS), "interleaved rounds done")
     return rows
+
+
+def growth_rounds(*, device: str = "cpu", lengths=SCALING, batch: int = 8, width: int = 128, state: int = 128,
+                  heads: int = 16, dtype: str = "float32", mixers=MIXERS, rounds: int = INTERLEAVED_ROUNDS,
+                  direction: str = "forward+backward") -> list[dict]:
+    """The growth target in interleaved rounds: every PyTorch layer and the GEMM floor at both lengths.
+
+    The sweep times L = 4096 and L = 65536 of one implementation minutes apart, so a drift of the machine
+    between them is read as growth. Here all the calls (each implementation at both lengths) are built
+    first and called in turn, round by round; the growth is the median over the rounds of
+    t(lengths[1]) / t(lengths[0]) within a round, with its range.
+
+    -> rows {"implementation", "direction", "from_L", "to_L", "linear", "ms" ([at from_L, at to_L], medians),
+             "rounds", "ratio", "ratio_range"}
+    """
+    if rounds < 1:
+        raise LinrnnError(f"rounds: expected at least 1, found {rounds}")
+    todo = [c for c in cases(device, ("torch",), mixers, peers=False) if c.builder in ("layer", "gemm")]
+    calls = {}
+    for case in todo:
+        for L in lengths:
+            spec = {"framework": "torch", "builder": case.builder, "arg": case.arg, "direction": direction,
+                    "B": batch, "L": L, "H": width, "N": state, "heads": heads, "dtype": dtype, "device": device}
+            calls[(case.implementation, L)] = build(spec)[0]
+    times = interleaved_ms(calls, rounds)
+    rows = []
+    for case in todo:
+        short, long = (times[(case.implementation, L)] for L in lengths)
+        ratio, spread = _round_ratios(long, short)
+        rows.append({"implementation": case.implementation, "direction": direction, "from_L": lengths[0],
+                     "to_L": lengths[1], "linear": lengths[1] / lengths[0],
+                     "ms": [statistics.median(short), statistics.median(long)], "rounds": rounds,
+                     "ratio": ratio, "ratio_range": spread})
+    return rows
+
+
+def growth_markdown(rows: list[dict]) -> str:
+    """`growth_rounds`' rows as a markdown table."""
+    r0 = rows[0]
+    lines = [f"{r0['direction']} t({r0['to_L']}) / t({r0['from_L']}) in {r0['rounds']} interleaved rounds (linear: "
+             f"{r0['linear']:g}); the median of the rounds' ratios, their range in brackets", "",
+             f"| implementation | growth | ms at {r0['from_L']} | ms at {r0['to_L']} |", "|---|---|---|---|"]
+    lines += [f"| {r['implementation']} | {r['ratio']:.1f} ({r['ratio_range'][0]:.1f}-{r['ratio_range'][1]:.1f}) | "
+              f"{_ms(r['ms'][0])} | {_ms(r['ms'][1])} |" for r in rows]
+    return "\n".join(lines) + "\n"
 
 
 def _round_ratios(times, yardstick) -> tuple[float | None, list[float] | None]:

@@ -321,7 +321,8 @@ DIAGONAL_PARTS = ("layer scan", "parameters", "projections and copies", "two pro
 
 
 def diagonal_forward_parts(kind: str, B: int = 8, L: int = 4096, H: int = 128, N: int = 128, heads: int = 16,
-                           dtype: str = "float32", seed: int = 0) -> dict[str, Callable[[], torch.Tensor]]:
+                           dtype: str = "float32", seed: int = 0,
+                           device: str | torch.device | None = None) -> dict[str, Callable[[], torch.Tensor]]:
     """RotRNN's or LRU's `scan` forward and its parts, each alone (inference): what bounds the layer's forward.
 
     The layer's forward (`layer_scan.forward_blocks`) goes over time in blocks, each as time-major chunks:
@@ -336,21 +337,24 @@ def diagonal_forward_parts(kind: str, B: int = 8, L: int = 4096, H: int = 128, N
                               carries, the fix-up) on the same blocks, from the previous block's state
 
     The GEMM floor (`make_gemm_floor`) does the same two products on the whole sequence at once.
+    These are the parts of the block-by-block path (`layer_scan`), which the layer takes wherever no fused
+    kernel does: on CUDA with Triton the layer's `scan` is `triton_scan`, and the calls here do not synchronise.
     """
     from linrnn.impls.torch import from_bundle, layer_scan
     from linrnn.impls.torch import scan as scans
 
     if kind not in ("rotrnn", "lru"):
         raise LinrnnError(f"kind: expected rotrnn or lru (a diagonal layer with a `scan` view), found {kind!r}")
-    real = torch_dtype(dtype)
-    layer = from_bundle(init(layer_config(kind, H, N, heads), seed), real)
-    u = _normal((B, L, H), real, torch.device("cpu"), seed)                      # (B L H)
+    dev, real = _device(device), torch_dtype(dtype)
+    layer = from_bundle(init(layer_config(kind, H, N, heads), seed), real, dev)
+    u = _normal((B, L, H), real, dev, seed)                                      # (B L H)
     with torch.no_grad():
         f = layer.materialise()
         n = f.lanes
         block = layer_scan.block_length(L, B, n)
         T = scans.chunk_length(block)
-        lam_powers = scans.powers(f.log_lam.to(scans.complex_dtype(real)), torch.arange(T + 1, dtype=real))
+        steps = torch.arange(T + 1, dtype=real, device=dev)
+        lam_powers = scans.powers(f.log_lam.to(scans.complex_dtype(real)), steps)
         rows = [layer_scan._rows(u[:, s:s + block], T) for s in range(0, L, block)]    # (T B nb H) each
         inputs = [layer_scan._project(r, f.W_in) for r in rows]                         # (T B nb n) each
         states = [torch.empty_like(w) for w in inputs]

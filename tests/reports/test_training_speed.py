@@ -322,3 +322,27 @@ def test_the_section_says_how_to_produce_a_missing_stored_sweep(tmp_path, monkey
     html = render(read_results([tmp_path / "out"], [section.NAME]), (section,), tmp_path / "page").read_text()
     assert data["stored"] == [] and 'id="training-speed-no-stored"' in html
     assert "python -m linrnn.experiments.training_speed --out" in html
+
+
+def test_growth_rounds_time_both_lengths_in_every_round_and_divide_within_a_round(monkeypatch):
+    """Calls at both lengths interleaved; the growth is the median of the rounds' t(long) / t(short)."""
+    durations = {("lru:scan", 16): [9, 1, 1, 2], ("lru:scan", 64): [9, 4, 8, 4],   # warm-up, then 3 rounds (s)
+                 ("gemm", 16): [9, 1, 2, 1], ("gemm", 64): [9, 4, 4, 4]}
+    now, order = [0.0], []
+    monkeypatch.setattr(ts.time, "perf_counter", lambda: now[0])
+
+    def fake_build(spec, before_inputs=None):
+        key = (spec["arg"] or spec["builder"], spec["L"])
+        left = list(durations[key])
+        return (lambda: (order.append(key), now.__setitem__(0, now[0] + left.pop(0)))), {}
+
+    monkeypatch.setattr(ts, "build", fake_build)
+    rows = ts.growth_rounds(lengths=(16, 64), mixers=("lru",), rounds=3, **TINY)
+    assert order == list(durations) * 4                                   # warm-up, then each round in turn
+    lru, floor = rows
+    assert (lru["implementation"], floor["implementation"]) == ("lru scan", ts.GEMM)
+    assert lru["ratio"] == 4.0 and lru["ratio_range"] == [2.0, 8.0] and lru["ms"] == [1e3, 4e3]   # rounds 4, 8, 2
+    assert floor["ratio"] == 4.0 and floor["ratio_range"] == [2.0, 4.0] and floor["linear"] == 4.0
+    assert "| lru scan | 4.0 (2.0-8.0) | 1000.0 | 4000.0 |" in ts.growth_markdown(rows)
+    with pytest.raises(LinrnnError, match="rounds: expected at least 1"):
+        ts.growth_rounds(rounds=0)
