@@ -138,6 +138,19 @@ def apply(params: Params, cfg: MixerConfig, u: jnp.ndarray, mode: str = "scan", 
     return _run(materialise(params, cfg), cfg, u, mode, state)
 
 
+def apply_system(sys, cfg: MixerConfig, u: jnp.ndarray, mode: str = "scan", state=None):
+    """`apply` from the materialised system (`materialise(params, cfg)`): the same checks and result.
+
+    For a caller that differentiates the parameters' materialisation once and each mode on its own
+    (`linrnn.impls.crosscheck`: RotRNN's expm and its derivative then compile once, not once per mode).
+    u must already be in the system's real dtype. Not for attention, which has no system.
+    """
+    check_call(cfg, mode, np.shape(u), state)
+    if cfg.kind == "attention":
+        raise LinrnnError("attention has no materialised system: use apply(params, cfg, u, mode)")
+    return _run(sys, cfg, u, mode, state)
+
+
 @partial(jax.jit, static_argnames=("cfg",))
 def _step(sys, cfg: MixerConfig, u_t: jnp.ndarray, state):
     module = MIXERS[cfg.kind]

@@ -217,3 +217,25 @@ def test_states_of_the_wrong_shape_or_kind_are_refused():
         layer.apply(from_bundle(init(SMALL["dlr"], 0)), SMALL["dlr"], u, "conv", jnp.zeros((2, 2, 3), jnp.complex128))
     with pytest.raises(LinrnnError, match="^input:"):
         layer.step(params, SMALL["rotrnn"], u)
+
+
+@pytest.mark.parametrize("kind", ["rotrnn", "lru", "dlr"])
+def test_apply_system_is_apply_from_the_materialised_system(kind):
+    """The cross-check differentiates `materialise` and `apply_system` apart: together they must be `apply`."""
+    from linrnn.impls.bench import layer_config
+    from linrnn.impls.config import mixer_config
+
+    cfg = layer_config(kind, 4, 4, heads=2)
+    params = from_bundle(init(cfg, 3), "float32")
+    u = jnp.asarray(np.random.default_rng(3).standard_normal((2, 9, 4)), jnp.float32)
+    system = layer.materialise(params, cfg)
+    for mode in ("scan", "sequential"):
+        y, state = layer.apply(params, cfg, u, mode)
+        y_sys, state_sys = layer.apply_system(system, cfg, u, mode)
+        np.testing.assert_array_equal(np.asarray(y_sys), np.asarray(y))
+        np.testing.assert_array_equal(np.asarray(state_sys), np.asarray(state))
+    with pytest.raises(LinrnnError, match=r"input: expected shape \(B, L, 4\)"):
+        layer.apply_system(system, cfg, u[:, :, :3], "scan")
+    attention = mixer_config("attention", 8, 4, heads=2)
+    with pytest.raises(LinrnnError, match="attention has no materialised system"):
+        layer.apply_system({}, attention, jnp.zeros((1, 3, 8), jnp.float32), "full")
