@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from linrnn.experiments.memory_probe import available_bytes, out_of_memory, probe_memory
-from linrnn.impls.bench import DIRECTIONS, TRAINING_MODES, input_bytes, interleaved_ms, timed_median_ms
+from linrnn.impls.bench import DIRECTIONS, TRAINING_MODES, check_direction, input_bytes, interleaved_ms, timed_median_ms
 from linrnn.impls.errors import LinrnnError
 
 LENGTHS = (1024, 4096, 16384, 65536, 262144)
@@ -281,6 +281,9 @@ def growth_rounds(*, device: str = "cpu", lengths=SCALING, batch: int = 8, width
     """
     if rounds < 1:
         raise LinrnnError(f"rounds: expected at least 1, found {rounds}")
+    if len(lengths) != 2 or not all(isinstance(L, int) and L >= 1 for L in lengths) or lengths[0] >= lengths[1]:
+        raise LinrnnError(f"lengths: expected two positive integers, shorter first, found {tuple(lengths)}")
+    check_direction(direction)
     todo = [c for c in cases(device, ("torch",), mixers, peers=False) if c.builder in ("layer", "gemm")]
     calls = {}
     for case in todo:

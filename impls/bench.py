@@ -93,6 +93,8 @@ def interleaved_ms(calls: dict[str, Callable[[], object]], repeats: int = 9) -> 
     run of one call (docs/speed.md, "Rules for timing"); it does not always slow them alike, so compare
     calls through the ratios within each round, with their spread, not only through their medians.
     """
+    if repeats < 1:
+        raise LinrnnError(f"repeats: expected at least 1 round, found {repeats}")
     times: dict[str, list[float]] = {name: [] for name in calls}
     for f in calls.values():
         f()

@@ -244,3 +244,5 @@ def test_the_forward_parts_are_the_layers_own(small_blocks, kind):
         torch.testing.assert_close(states, expected, rtol=1e-10, atol=1e-10)
     with pytest.raises(LinrnnError, match="kind: expected rotrnn or lru"):
         bench.diagonal_forward_parts("dlr")
+    with pytest.raises(LinrnnError, match="repeats: expected at least 1 round"):
+        bench.interleaved_ms(parts, 0)

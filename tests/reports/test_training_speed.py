@@ -346,3 +346,8 @@ def test_growth_rounds_time_both_lengths_in_every_round_and_divide_within_a_roun
     assert "| lru scan | 4.0 (2.0-8.0) | 1000.0 | 4000.0 |" in ts.growth_markdown(rows)
     with pytest.raises(LinrnnError, match="rounds: expected at least 1"):
         ts.growth_rounds(rounds=0)
+    for lengths in [(4096,), (65536, 4096), (4096, 65536.0)]:
+        with pytest.raises(LinrnnError, match="lengths: expected two positive integers, shorter first"):
+            ts.growth_rounds(lengths=lengths)
+    with pytest.raises(LinrnnError, match="direction"):
+        ts.growth_rounds(direction="backward")
