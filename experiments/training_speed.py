@@ -38,8 +38,9 @@ to L = 4096 only. Timing is the median of up to 7 calls after a warm-up (`timed_
 
     python -m linrnn.experiments.training_speed --out reports/results/training_speed_cpu.json
 
-runs the whole sweep and then `interleaved` at L = 4096 (stored as the sweep's "interleaved" rows;
-`--interleaved-rounds 0` leaves it out), prints the markdown tables (`markdown`) and writes the stored
+runs the whole sweep, then `interleaved` at L = 4096 (stored as the sweep's "interleaved" rows;
+`--interleaved-rounds 0` leaves it out) and `growth_rounds` (the sweep's "growth_rounds" rows;
+`--growth-rounds 0` leaves it out), prints the markdown tables (`markdown`) and writes the stored
 file that the report's training-speed section renders (docs/speed.md, "Training speed and memory").
 """
 
@@ -459,6 +460,8 @@ def markdown(result: dict) -> str:
         for r in result["interleaved"]:
             lines.append(f"| {r['implementation']} | {r['direction']} | {_ms(r['ms'])} | "
                          f"{_ranged(r, 'over_gemm_floor')} | {_ranged(r, 'over_s5_pytorch')} | {r['skipped'] or ''} |")
+    if result.get("growth_rounds"):
+        lines += ["", growth_markdown(result["growth_rounds"]).rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 
@@ -506,6 +509,10 @@ def check_stored(record) -> str | None:
     for i, row in enumerate(sweep_.get("interleaved") or []):
         if not isinstance(row, dict) or not keys <= set(row):
             return f"sweep.interleaved[{i}]: expected an object with {', '.join(sorted(keys))}"
+    keys = {"implementation", "direction", "from_L", "to_L", "ms", "rounds", "ratio", "ratio_range"}
+    for i, row in enumerate(sweep_.get("growth_rounds") or []):
+        if not isinstance(row, dict) or not keys <= set(row):
+            return f"sweep.growth_rounds[{i}]: expected an object with {', '.join(sorted(keys))}"
     return None
 
 
@@ -529,7 +536,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interleaved-rounds", type=int, default=INTERLEAVED_ROUNDS,
                         help=f"after the sweep, time PyTorch's cases at L = {REFERENCE_L} in this many interleaved "
                              f"rounds (default {INTERLEAVED_ROUNDS}; 0: not)")
+    parser.add_argument("--growth-rounds", type=int, default=INTERLEAVED_ROUNDS,
+                        help=f"then time PyTorch's growth t({SCALING[1]}) / t({SCALING[0]}) in this many interleaved "
+                             f"rounds (`growth_rounds`; default {INTERLEAVED_ROUNDS}; 0: not; only when --lengths has "
+                             "both)")
     args = parser.parse_args(argv)
+    for flag in ("interleaved_rounds", "growth_rounds"):            # before the sweep, not after its minutes
+        if getattr(args, flag) < 0:
+            raise LinrnnError(f"--{flag.replace('_', '-')}: expected 0 or more, found {getattr(args, flag)}")
 
     def progress(done: int, total: int, what: str) -> None:
         print(f"[{done}/{total}] {what}", file=sys.stderr, flush=True)
@@ -541,13 +555,14 @@ def main(argv: list[str] | None = None) -> int:
     result = sweep(device=args.device, lengths=lengths, batch=args.batch, width=args.width, state=args.state,
                    heads=args.heads, frameworks=tuple(args.frameworks.split(",")), mixers=tuple(args.mixers.split(",")),
                    peers=not args.no_peers, memory=not args.no_memory, budget_s=args.budget_s, progress=progress)
-    if args.interleaved_rounds < 0:
-        raise LinrnnError(f"--interleaved-rounds: expected 0 or more, found {args.interleaved_rounds}")
+    sizes = dict(device=args.device, batch=args.batch, width=args.width, state=args.state, heads=args.heads,
+                 mixers=tuple(args.mixers.split(",")))
     if args.interleaved_rounds and "torch" in result["config"]["frameworks"]:
-        result["interleaved"] = interleaved(device=args.device, L=REFERENCE_L, batch=args.batch, width=args.width,
-                                            state=args.state, heads=args.heads, mixers=tuple(args.mixers.split(",")),
-                                            peers=not args.no_peers, rounds=args.interleaved_rounds,
-                                            progress=progress)
+        result["interleaved"] = interleaved(L=REFERENCE_L, peers=not args.no_peers, rounds=args.interleaved_rounds,
+                                            progress=progress, **sizes)
+    if args.growth_rounds and "torch" in result["config"]["frameworks"] and set(SCALING) <= set(lengths):
+        progress(0, 1, f"growth rounds, torch L={SCALING[0]} and {SCALING[1]}")
+        result["growth_rounds"] = growth_rounds(lengths=SCALING, rounds=args.growth_rounds, **sizes)
     print(markdown(result))
     if args.out:
         given = argv if argv is not None else sys.argv[1:]

@@ -282,6 +282,9 @@ def test_the_section_renders_from_a_stored_sweep(tmp_path, monkeypatch):
                               "rounds": 7, "round_ms": [98.7] * 7, "over_gemm_floor": 1.51,
                               "over_gemm_floor_range": [1.25, 1.75], "over_s5_pytorch": 0.21,
                               "over_s5_pytorch_range": [0.17, 0.33], "skipped": None}]
+    result["growth_rounds"] = [{"implementation": "lru scan", "direction": "forward+backward", "from_L": 4096,
+                                "to_L": 65536, "linear": 16.0, "ms": [150.0, 2300.0], "rounds": 7, "ratio": 15.3,
+                                "ratio_range": [12.0, 18.0]}]
     (stored / "training_speed_test.json").write_text(json.dumps(ts.stored_record(result, "python -m x --out y")))
     broken = ts.stored_record({**result, "interleaved": [{"implementation": "lru scan"}]}, "python -m x")
     (stored / "training_speed_broken.json").write_text(json.dumps(broken))
@@ -306,6 +309,7 @@ def test_the_section_renders_from_a_stored_sweep(tmp_path, monkeypatch):
     assert ">123.4<" in html and ">0.29<" in html and "interleaved rounds" in html
     assert ">0.21 <span class=\"range\">(0.17–0.33)</span><" in html and "(1.25–1.75)" in html
     assert "the median over the rounds of the ratio within a round" in html
+    assert "The growth target in 7 interleaved rounds" in html and "(12.0–18.0)" in html
     assert "| rotrnn scan | forward+backward | 98.7 | 1.51 (1.25-1.75) | 0.21 (0.17-0.33) |" in ts.markdown(result)
     assert "training_speed_broken.json" in html and "sweep.interleaved[0]: expected an object with" in html
     assert "out of memory: the probe process was killed by signal 9" in html and "python -m x --out y" in html
@@ -351,3 +355,22 @@ def test_growth_rounds_time_both_lengths_in_every_round_and_divide_within_a_roun
             ts.growth_rounds(lengths=lengths)
     with pytest.raises(LinrnnError, match="direction"):
         ts.growth_rounds(direction="backward")
+
+
+def test_the_command_checks_its_rounds_first_and_stores_the_rounds_and_growth(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(ts, "SCALING", (16, 64))
+    with pytest.raises(LinrnnError, match="--growth-rounds: expected 0 or more, found -1"):
+        ts.main(["--growth-rounds", "-1", "--lengths", "16"])            # refused before any timing
+    out = tmp_path / "sweep.json"
+    assert ts.main(["--out", str(out), "--lengths", "16,64", "--batch", "1", "--width", "8", "--state", "8",
+                    "--heads", "2", "--frameworks", "torch", "--mixers", "lru", "--no-peers", "--no-memory",
+                    "--interleaved-rounds", "2", "--growth-rounds", "2"]) == 0
+    record = json.loads(out.read_text())
+    assert ts.check_stored(record) is None and not (tmp_path / "sweep.json.tmp").exists()
+    growth = record["sweep"]["growth_rounds"]
+    assert [r["implementation"] for r in growth] == ["lru scan", ts.GEMM]
+    assert all((r["from_L"], r["to_L"], r["rounds"]) == (16, 64, 2) and r["ratio"] > 0 for r in growth)
+    assert {r["rounds"] for r in record["sweep"]["interleaved"]} == {2}
+    assert "t(64) / t(16) in 2 interleaved rounds" in capsys.readouterr().out
+    broken = {**record, "sweep": {**record["sweep"], "growth_rounds": [{"implementation": "lru scan"}]}}
+    assert ts.check_stored(broken).startswith("sweep.growth_rounds[0]: expected an object with")
