@@ -82,6 +82,11 @@ class Case:
     arg: str = ""           # "kind:mode" | peer name | scan route
     unavailable: str | None = None
 
+    def spec(self, direction: str, L: int, *, B: int, H: int, N: int, heads: int, dtype: str, device: str) -> dict:
+        """The plain-data spec of this case at one length (what `build` and a probe process take)."""
+        return {"framework": self.framework, "builder": self.builder, "arg": self.arg, "direction": direction,
+                "B": B, "L": L, "H": H, "N": N, "heads": heads, "dtype": dtype, "device": device}
+
 
 def _kernel_reason(module: str, what: str) -> str | None:
     """None if `linrnn.impls.<module>` imports and reports available(), else why not (one line)."""
@@ -198,8 +203,7 @@ def sweep(*, device: str = "cpu", lengths=LENGTHS, batch: int = 8, width: int = 
                 row["skipped"] = f"{case.implementation} loops over B x L steps in Python: run up to L = " \
                                  f"{PEER_MAX_L[case.arg]} only"
                 continue
-            spec = {"framework": case.framework, "builder": case.builder, "arg": case.arg, "direction": direction,
-                    "B": batch, "L": L, "H": width, "N": state, "heads": heads, "dtype": dtype, "device": device}
+            spec = case.spec(direction, L, B=batch, H=width, N=state, heads=heads, dtype=dtype, device=device)
             stop = _run_case(row, spec, memory, last_peak, budget_s)
             if row["peak_bytes"] is not None:
                 last_peak = (L, row["peak_bytes"])
@@ -249,15 +253,13 @@ def interleaved(*, device: str = "cpu", L: int = REFERENCE_L, batch: int = 8, wi
                    "rounds": 0, "round_ms": None, "skipped": case.unavailable}
             mine.append(row)
             if case.unavailable is None:
-                spec = {"framework": "torch", "builder": case.builder, "arg": case.arg, "direction": direction,
-                        "B": batch, "L": L, "H": width, "N": state, "heads": heads, "dtype": dtype, "device": device}
+                spec = case.spec(direction, L, B=batch, H=width, N=state, heads=heads, dtype=dtype, device=device)
                 calls[case.implementation] = build(spec)[0]
         times = interleaved_ms(calls, rounds)
         for row in mine:
             if row["implementation"] in times:
                 row["round_ms"] = times[row["implementation"]]
                 row["ms"], row["rounds"] = statistics.median(row["round_ms"]), rounds
-        for row in mine:
             for key, yardstick in (("over_gemm_floor", GEMM), ("over_s5_pytorch", S5)):
                 row[key], row[key + "_range"] = _round_ratios(row["round_ms"], times.get(yardstick))
         rows += mine
@@ -289,8 +291,7 @@ def growth_rounds(*, device: str = "cpu", lengths=SCALING, batch: int = 8, width
     calls = {}
     for case in todo:
         for L in lengths:
-            spec = {"framework": "torch", "builder": case.builder, "arg": case.arg, "direction": direction,
-                    "B": batch, "L": L, "H": width, "N": state, "heads": heads, "dtype": dtype, "device": device}
+            spec = case.spec(direction, L, B=batch, H=width, N=state, heads=heads, dtype=dtype, device=device)
             calls[(case.implementation, L)] = build(spec)[0]
     times = interleaved_ms(calls, rounds)
     rows = []
