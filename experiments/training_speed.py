@@ -264,7 +264,7 @@ def interleaved(*, device: str = "cpu", L: int = REFERENCE_L, batch: int = 8, wi
                 row[key], row[key + "_range"] = _round_ratios(row["round_ms"], times.get(yardstick))
         rows += mine
         del calls
-        gc.collect()
+        _collect(batch, L, width)
     progress(len(DIRECTIONS), len(DIRECTIONS), "interleaved rounds done")
     return rows
 
@@ -324,6 +324,20 @@ def _round_ratios(times, yardstick) -> tuple[float | None, list[float] | None]:
     return statistics.median(ratios), [ratios[0], ratios[-1]]
 
 
+COLLECT_BYTES = 2**24     # after a case whose input u is at least this large, collect its cyclic garbage
+
+
+def _collect(B: int, L: int, H: int) -> None:
+    """Free a finished case's cyclic garbage before the next case, where it could hold memory that counts.
+
+    A full collection costs up to a second in a process holding many objects (a test worker, the report);
+    a case with an input under 16 MiB leaves too little behind to matter, and Python's own collector runs
+    anyway.
+    """
+    if input_bytes(B, L, H) >= COLLECT_BYTES:
+        gc.collect()
+
+
 def _run_case(row: dict, spec: dict, memory: bool, last_peak, budget_s) -> str | None:
     """Measure one row in place; -> the reason to stop this implementation's longer lengths (None: go on)."""
     L, device = spec["L"], spec["device"]
@@ -357,7 +371,7 @@ def _run_case(row: dict, spec: dict, memory: bool, last_peak, budget_s) -> str |
         row["skipped"] = ("out of memory: " if out_of_memory(err) else "failed: ") + f"{type(err).__name__}: {first}"
         return row["skipped"]
     finally:
-        gc.collect()
+        _collect(spec["B"], L, spec["H"])
         if device != "cpu" and spec["framework"] == "torch":     # hand cached blocks back: JAX runs next
             import torch
             torch.cuda.empty_cache()

@@ -374,3 +374,13 @@ def test_the_command_checks_its_rounds_first_and_stores_the_rounds_and_growth(tm
     assert "t(64) / t(16) in 2 interleaved rounds" in capsys.readouterr().out
     broken = {**record, "sweep": {**record["sweep"], "growth_rounds": [{"implementation": "lru scan"}]}}
     assert ts.check_stored(broken).startswith("sweep.growth_rounds[0]: expected an object with")
+
+
+def test_a_case_is_followed_by_a_full_collection_only_where_its_garbage_could_count(monkeypatch):
+    collections_ = []
+    monkeypatch.setattr(ts.gc, "collect", lambda *args: collections_.append(args))
+    ts._collect(8, 4096, 128)                 # the sweep's sizes at L = 4096: 16 MiB of input
+    assert len(collections_) == 1
+    ts._collect(8, 1024, 128)
+    ts._collect(1, 32, 8)
+    assert len(collections_) == 1
