@@ -36,6 +36,31 @@ def test_interrupted_and_resumed_run_ends_with_the_same_bundle(tmp_path, backend
     assert [e["step"] for e in log if "loss" in e] == [1, 2, 3, 4, 5, 6]
 
 
+def test_a_torch_step_seeds_the_cpu_generator_and_only_its_own_gpus(monkeypatch):
+    """The dropout seeding of a step: as `torch.manual_seed` on the CPU; on CUDA, the rank's device's
+    generator (its index, or the current device's for a bare "cuda") and no other. No GPU here: the CUDA
+    generators are stand-ins, which is all `_seed_dropout` touches."""
+    import torch
+    from linrnn.tasks.train import adapter_class
+
+    adapter = object.__new__(adapter_class("torch"))      # only its device is read
+    adapter.device = torch.device("cpu")
+    adapter._seed_dropout(123)
+    drawn = torch.rand(5)
+    torch.manual_seed(123)
+    assert torch.equal(drawn, torch.rand(5))
+
+    generators = (torch.Generator(), torch.Generator(), torch.Generator())
+    monkeypatch.setattr(torch.cuda, "default_generators", generators)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 2)
+    for device, seeded in ((torch.device("cuda", 1), 1), (torch.device("cuda", 0), 0), (torch.device("cuda"), 2)):
+        for g in generators:
+            g.manual_seed(7)
+        adapter.device = device
+        adapter._seed_dropout(99)
+        assert [g.initial_seed() for g in generators] == [99 if i == seeded else 7 for i in range(3)], device
+
+
 def test_torch_and_jax_take_the_same_steps_in_float64(tmp_path):
     runs = {b: train(config(backend=b, model="rotrnn", norm="batch"), tmp_path / b, progress=False)
             for b in ("torch", "jax")}
