@@ -187,9 +187,18 @@ def baseline(config, folder: Path) -> dict:
     # is rare in train but frequent in test, above the train majority's `value`
     constants = [always(c) for c in range(task.classes)]
     best = int(np.argmax(constants))
-    return {"rule": f"always class {majority} (the most frequent in train)", "metric": metric,
-            "value": constants[majority], "best_constant": {"class": best, "value": constants[best]},
-            "examples": {name: len(split) for name, split in splits.items()}}
+    out = {"rule": f"always class {majority} (the most frequent in train)", "metric": metric,
+           "value": constants[majority], "best_constant": {"class": best, "value": constants[best]},
+           "examples": {name: len(split) for name, split in splits.items()}}
+    if metric == "macro_f1":
+        # for macro F1 a constant is not the best answer that ignores the input (tasks/metrics.py)
+        from linrnn.tasks.metrics import no_information_macro_f1
+
+        found = no_information_macro_f1(np.bincount(test, minlength=task.classes))
+        out["no_information"] = {"rule": f"answers drawn independently of the input in the test classes' own "
+                                         f"proportions: 1 / {found['classes']} classes in expectation, the best "
+                                         "macro F1 without information", "value": found["value"]}
+    return out
 
 
 def run_one(run: Run, data_root: Path, runs_root: Path, progress: bool) -> dict:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime
 import html
+import json
 import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -38,6 +39,16 @@ MATHML_ATTRIBUTES = frozenset(
     "encoding".split())
 
 
+def verdict_class(verdict: str) -> str:
+    """The CSS classes of a verdict badge: one colour per strength (proved, verified, reproduced at reduced scale,
+    inconclusive, contradicted, not run here), lighter when "in part"."""
+    base = verdict.replace(" (in part)", "")
+    name = {"proved": "v-proved", "verified": "v-verified", "reproduced": "v-reproduced",
+            "inconclusive": "v-inconclusive", "contradicted": "v-contradicted", "not run here": "v-notrun"}.get(base,
+                                                                                                          "v-other")
+    return f"verdict {name}" + (" v-part" if verdict.endswith("(in part)") else "")
+
+
 def environment() -> Environment:
     env = Environment(loader=PackageLoader("linrnn.reports", "templates"),
                       autoescape=select_autoescape(["html", "j2"], default_for_string=True, default=True),
@@ -46,6 +57,7 @@ def environment() -> Environment:
     env.filters["fixed"] = lambda x, digits=3: (f"{x:.{digits}f}" if isinstance(x, (int, float)) else str(x))
     env.filters["mathml"] = mathml
     env.globals["claim_parts"] = ledger.record_parts
+    env.filters["verdict_class"] = verdict_class
     env.globals["thresholds"] = {"solved_r2": ledger.SOLVED_R2, "fails_r2": ledger.FAILS_R2,
                                  "cv_reproduced": ledger.CV_REPRODUCED, "drift_factor": ledger.DRIFT_FACTOR}
     return env
@@ -133,6 +145,8 @@ def render(loaded: Loaded, sections, out: str | os.PathLike, quick: bool | None 
         path = out / "report.html"
         path.write_text(page, encoding="utf-8")
         (out / "ledger.txt").write_text(ledger_text(claims), encoding="utf-8")
+        (out / "ledger.json").write_text(json.dumps(ledger.ledger_json(claims), indent=1, allow_nan=False) + "\n",
+                                         encoding="utf-8")
     except OSError as err:
         raise LinrnnError(f"cannot write the report to {out}: {err.strerror or err}") from None
     return path
@@ -144,10 +158,14 @@ def ledger_text(rows: list[dict]) -> str:
 
     lines = []
     for r in rows:
-        lines.append(f"{r['id']:<3} {r['verdict'].upper()}: {r['claim']}")
+        lines.append(f"{r['id']:<3} {r['verdict'].upper()}: {r['claim']}" + (f" [{r['scale']}]" if r.get("scale") else ""))
         for p in r["parts"]:
-            text = f"{p['source']} [{p['verdict']}]: {p['evidence']}" + (f" (scope: {p['scope']})" if p["scope"] else "")
+            text = (f"{p['source']}" + (f", {p['part']}" if p.get("part") else "") + f" [{p['verdict']}]: "
+                    f"{p['evidence']}" + (f" (scope: {p['scope']})" if p["scope"] else ""))
             lines.extend(textwrap.wrap(text, 110, initial_indent="    ", subsequent_indent="      "))
+        if r.get("untested"):
+            lines.extend(textwrap.wrap("not tested here: " + "; ".join(r["untested"]), 110, initial_indent="    ",
+                                       subsequent_indent="      "))
         if r["command"]:
             lines.extend(textwrap.wrap(f"command: {r['command']}", 110, initial_indent="    ",
                                        subsequent_indent="      "))

@@ -77,6 +77,9 @@ class TrainConfig:
     eval_every: int | None = 100   # evaluate every so many steps (None: only at epoch ends); always at the end
     eval_batches: int | None = 4   # batches per evaluated split (synthetic: of a separate seeded stream;
                                    # data: the first ones of val and test in file order; None: whole splits)
+    patience: int | None = None    # data tasks: stop once the monitored validation metric has not improved for
+                                   # this many evaluations in a row (None: run every step); the schedule
+                                   # still spans `steps` / `epochs`, the most the run may take
     checkpoint_every: int | None = 100  # save a resumable checkpoint every so many steps (None: epoch ends)
     seed: int = 0                  # the stream or the epoch order, the initialisation and the dropout masks
     backend: str = "torch"         # torch or jax
@@ -124,8 +127,8 @@ class TrainConfig:
             fail("pooling", "mean or last")
         for name in ("d_model", "d_state", "heads", "n_layers", "batch_size", "devices"):
             integer(name, 1)
-        for name in ("steps", "epochs", "eval_every", "eval_batches", "checkpoint_every", "max_kernel_length",
-                     "window"):
+        for name in ("steps", "epochs", "eval_every", "eval_batches", "patience", "checkpoint_every",
+                     "max_kernel_length", "window"):
             if getattr(self, name) is not None:
                 integer(name, 1)
         integer("warmup_steps", 0)
@@ -167,6 +170,8 @@ class TrainConfig:
                 fail("data_options", f"an empty table for the synthetic task {self.task}")
             if self.epochs is not None:
                 fail("epochs", f"null for the synthetic task {self.task} (a stream has no epochs; set steps)")
+            if self.patience is not None:
+                fail("patience", f"null for the synthetic task {self.task} (it has no validation metric to monitor)")
             object.__setattr__(self, "length", SYNTHETIC_LENGTH if self.length is None else self.length)
             object.__setattr__(self, "steps", SYNTHETIC_STEPS if self.steps is None else self.steps)
             integer("length", TASKS[self.task].min_length)

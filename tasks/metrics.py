@@ -2,7 +2,13 @@
 
 Regression (the atomic synthetic tasks): MSE and R^2 = 1 - MSE / Var(y), both over the scored
 entries of the whole batch (DLR's `src/tasks/metrics.py`). Classification (tokens, segmentation):
-accuracy over the positions that are not ignored, and macro F1 over the classes present.
+accuracy over the positions that are not ignored, and macro F1 over the classes that are labelled or
+predicted somewhere (scikit-learn's `f1_score(average="macro")`: a class predicted but never labelled
+counts, with F1 0).
+
+Chance differs by metric: for accuracy, no answer that ignores the input beats the most frequent class;
+for macro F1 a constant answer is not the best such answer (random answers in the right proportions
+score higher on imbalanced classes), so `no_information_macro_f1` gives the best one.
 """
 
 from __future__ import annotations
@@ -68,6 +74,26 @@ def balanced_accuracy(logits: np.ndarray, labels: np.ndarray, ignore_index: int 
     """Mean per-class recall over the classes present in `labels` (sklearn's balanced_accuracy_score,
     DLR's `accuracy_balanced`); logits (... C), labels (...)."""
     return confusion_balanced_accuracy(confusion(logits, labels, ignore_index))
+
+
+def no_information_macro_f1(counts) -> dict:
+    """The best expected macro F1 of answers that ignore the input, for a split with these class counts.
+
+    Answering class k with probability q_k, independently of the input, gives in expectation (for many scored
+    positions) precision p_k and recall q_k on class k, so F1_k = 2 p_k q_k / (p_k + q_k), with p_k the class's
+    frequency; the macro average runs over the K labelled classes (a predicted class that is never labelled only
+    adds a 0). Each term is concave in q_k with derivative 2 p_k^2 / (p_k + q_k)^2, equal for all k (the Lagrange
+    condition on sum q = 1) exactly when q = p: the best such answer draws classes in their own proportions and
+    scores sum_k p_k / K = 1/K, whatever the imbalance. A constant answer scores 2 p_k / (1 + p_k) / K, never more.
+    Returned: {"value": 1/K, "frequencies": p, "constant": the best single class's macro F1, "classes": K}.
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    if counts.ndim != 1 or counts.sum() <= 0 or np.any(counts < 0):
+        raise ValueError(f"counts: expected non-negative class counts with a positive total, found {counts.tolist()}")
+    p = counts / counts.sum()
+    K = int(np.count_nonzero(counts))
+    return {"value": 1.0 / K, "frequencies": p.tolist(), "constant": float(np.max(2 * p / (1 + p)) / K),
+            "classes": K}
 
 
 def regression_metrics(pred, target, mask) -> dict[str, float]:

@@ -93,6 +93,7 @@ class SyntheticSource:
     each batch, as `Batches` does) and a second stream (evaluation, whole on every rank)."""
 
     steps_per_epoch = None
+    predictions = None            # a stream has no per-example labels to keep
 
     def __init__(self, config: TrainConfig, rank: int = 0, world_size: int = 1):
         self.config = config
@@ -136,6 +137,7 @@ class DataSource:
         self.evaluation = {s: Batches(self.splits[s], config.batch_size, shuffle=False, drop_last=False)
                            for s in EVAL_SPLITS}
         self.rank, self.world_size = rank, world_size
+        self.predictions: dict | None = None   # the last evaluation's test predictions (see `evaluate`)
 
     def model_config(self):
         train = self.splits["train"]
@@ -148,18 +150,36 @@ class DataSource:
         return datatasks.model_batch(self.task, self.train.batch(epoch, within), self.config.dtype)
 
     def evaluate(self, adapter) -> dict:
-        """{"val": metrics, "test": metrics}: this rank's share of the batches, tallies summed over ranks."""
+        """{"val": metrics, "test": metrics}: this rank's share of the batches, tallies summed over ranks.
+
+        For a task with one label per example (classification, retrieval) it also keeps the test split's
+        per-example predictions in `self.predictions` ({"split", "predicted", "label"}, file order, the
+        evaluated examples only), which the loop stores with the best evaluation: a paired test of two models
+        on the same test examples (exact McNemar) needs them."""
         out = {}
+        per_example = self.task.objective in ("classification", "retrieval")
         for name, batches in self.evaluation.items():
             count = batches.steps_per_epoch()
             if self.config.eval_batches is not None:
                 count = min(count, self.config.eval_batches)
             tally = datatasks.Tally(self.task.objective, self.task.classes)
+            keep = per_example and name == "test"
+            # predicted and true class + 1 at each evaluated example's index, 0 elsewhere: summed over the ranks
+            codes = np.zeros((2, len(self.splits[name])))
             for k in range(adapter.rank, count, adapter.world_size):
                 batch = datatasks.model_batch(self.task, batches.batch(0, k), self.config.dtype)
-                tally.add(adapter.predict(batch), batch.targets)
+                logits = adapter.predict(batch)
+                tally.add(logits, batch.targets)
+                if keep:
+                    index = batches.indices(0, k)
+                    codes[0, index] = np.argmax(logits, axis=-1) + 1
+                    codes[1, index] = batch.targets + 1
             out[name] = datatasks.Tally.from_array(self.task.objective, self.task.classes,
                                                    adapter.reduce(tally.to_array())).summary()
+            if keep:
+                codes = np.rint(adapter.reduce(codes)).astype(np.int64)[:, :batches.batch_size * count]
+                self.predictions = {"split": name, "predicted": (codes[0] - 1).tolist(),
+                                    "label": (codes[1] - 1).tolist()}
         return out
 
 
@@ -199,8 +219,10 @@ class RunResult:
     evaluations: list[dict]       # synthetic: {"step", "mse", "r2"}; data: {"step", "epoch", "val", "test"}
     seconds_per_step: float | None   # over the steps of this call (None if it took none)
     bundle: object                # the final Bundle
-    best: dict | None = None      # data tasks: the evaluation with the best validation metric
+    best: dict | None = None      # data tasks: the evaluation with the best validation metric (with the test
+                                  # split's per-example predictions where the task has one label per example)
     rank: int = 0                 # this process in data parallel (only rank 0 writes and prints)
+    stopped_early: bool = False   # `patience` evaluations without improvement ended the run before its last step
 
 
 def evaluate(adapter, config: TrainConfig) -> dict[str, float]:
@@ -266,10 +288,10 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after
             out.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise LinrnnError(f"--out: cannot create {out}: {err.strerror or err}") from None
-    start, best = 0, None
+    start, best, stale = 0, None, 0
     if state:
         adapter.load_optimizer_state(state.optimizer)
-        start, best = state.step, state.extra.get("best")
+        start, best, stale = state.step, state.extra.get("best"), state.extra.get("stale", 0)
         if lead:
             _truncate_log(log_path, start)
     elif lead:
@@ -278,7 +300,8 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after
         (out / "config.json").write_text(json.dumps(config.to_dict(), indent=1))
 
     total = source.total_steps
-    end = total if stop_after is None else min(total, start + stop_after)
+    stopped = config.patience is not None and stale >= config.patience   # a run that stopped early stays stopped
+    end = start if stopped else total if stop_after is None else min(total, start + stop_after)
     spe = source.steps_per_epoch
     monitor = config.data_task.monitor if config.is_data_task else None
     losses, evaluations = [], []
@@ -317,27 +340,35 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after
                 record = {"step": done, **({"epoch": round(done / spe, 6)} if spe else {}), **metrics}
                 evaluations.append(record)
                 if monitor and (best is None or metrics["val"][monitor] > best["val"][monitor]):
-                    best = record
+                    best = record if source.predictions is None else {**record, "predictions": source.predictions}
+                    stale = 0
                     if lead:
                         _save(best_path, done, adapter, config, best)
+                elif monitor:
+                    stale += 1
+                    stopped = config.patience is not None and stale >= config.patience
                 if lead:
                     log.write(json.dumps({"step": done, "eval": {k: v for k, v in record.items() if k != "step"}}
                                          if spe else {"step": done, "eval": metrics}) + "\n")
                     if progress and spe:
                         bar.write(_describe(record), file=sys.stderr)
-            if done == end or epoch_end or (config.checkpoint_every and done % config.checkpoint_every == 0):
+            if stopped or done == end or epoch_end or (config.checkpoint_every and done % config.checkpoint_every == 0):
                 if lead:
                     log.flush()
-                    _save(ckpt_path, done, adapter, config, best)
+                    _save(ckpt_path, done, adapter, config, best, stale)
+            if stopped:             # patience: the validation metric has not improved for that many evaluations
+                end = done
+                break
     finally:
         bar.close()
         if log:
             log.close()
     seconds = (time.perf_counter() - tic) / (end - start) if end > start else None
     bundle = adapter.to_bundle()
-    result = RunResult(config, end, losses, evaluations, seconds, bundle, best, adapter.rank)
+    result = RunResult(config, end, losses, evaluations, seconds, bundle, best, adapter.rank,
+                       stopped_early=stopped)
     # a finished run resumed again takes no step: its results (and their time per step) stay as they were
-    if end == total and lead and (end > start or not (out / "results.json").exists()):
+    if (end == total or stopped) and lead and (end > start or not (out / "results.json").exists()):
         write_results(out, result)
     return result
 
@@ -355,9 +386,10 @@ def _ranks(config: TrainConfig) -> tuple[int, int]:
     return rank, world
 
 
-def _save(path: Path, step: int, adapter, config: TrainConfig, best: dict | None) -> None:
+def _save(path: Path, step: int, adapter, config: TrainConfig, best: dict | None, stale: int = 0) -> None:
+    extra = ({"best": best} if best else {}) | ({"stale": stale} if stale else {})
     ckpt_io.save(path, ckpt_io.Checkpoint(step, adapter.to_bundle(), adapter.optimizer_state(), config.to_dict(),
-                                          {"best": best} if best else {}))
+                                          extra))
 
 
 def _describe(record: dict) -> str:
@@ -375,6 +407,7 @@ def write_results(out: Path, result: RunResult) -> Path:
         "config": result.config.to_dict(),
         "bundle_sha256": result.bundle.digest(),
         "steps": result.steps_done,
+        "stopped_early": result.stopped_early,
         "seconds_per_step": result.seconds_per_step,
         "final": result.evaluations[-1] if result.evaluations else None,
         "best": result.best,

@@ -31,7 +31,10 @@ TEMPLATE = "experiments.html.j2"
 
 STORED_DIR = experiments.STORED_DIR
 STORED_GLOB = "experiment-*.json"
-RUN_KEYS = ("name", "status", "metric", "value", "steps", "seconds_per_step", "parameters", "error")
+RUN_KEYS = ("name", "status", "metric", "value", "steps", "seconds_per_step", "parameters", "error",
+            # what the ledger's tests and controls read: the seed, the control a run belongs to, the chance levels
+            # and test-set size, the per-example test predictions (paired tests)
+            "seed", "backend", "control", "baseline", "examples", "predictions", "best_step", "stopped_early")
 
 RUN_SHAPE = {"name": str, "status": frozenset({"ok", "diverged"}), "config": dict}
 RECORD_SHAPE = {"experiment": str, "claims": [str], "title": str, "question": str, "scale": str, "factor": str,
@@ -63,8 +66,8 @@ def check_stored(record) -> str | None:
         return f"experiment: expected one of {', '.join(experiments.EXPERIMENTS)}, found {record['experiment']!r}"
     keys = experiments.table_keys(record)
     for i, run in enumerate(record["runs"]):
-        absent = [k for k in keys if k not in run]
-        if absent:
+        absent = [k for k in keys if k not in run and not (run.get("control") and k != "task")]
+        if absent:                      # a positive control's run needs only its task (it is not in the table)
             return f"record.runs[{i}]: missing the label(s) {', '.join(absent)}"
         if run["status"] == "ok" and not _is_number(run.get("value")):
             return f"record.runs[{i}].value: expected a number for a finished run"
@@ -78,10 +81,12 @@ def load_stored(directory: Path) -> tuple[list[dict], list[list[str]]]:
     for path, record in files:
         keys = experiments.table_keys(record)
         # d_state: the state size of each run (long-shift's verdict compares L with DLR's N)
-        runs = [{**{k: run[k] for k in keys}, **{k: run.get(k) for k in RUN_KEYS},
+        runs = [{**{k: run.get(k) for k in keys}, **{k: run.get(k) for k in RUN_KEYS},
                  "d_state": run["config"].get("d_state")} for run in record["runs"]]
         training = record.get("training_seconds")                   # absent from older records
         stored.append({"file": path.name, **{k: record[k] for k in RECORD_SHAPE if k != "runs"},
                        "training_seconds": training if _is_number(training) else None,
+                       "brief": record.get("brief") if isinstance(record.get("brief"), str) else "",
+                       "controls": record.get("controls") if isinstance(record.get("controls"), list) else [],
                        "keys": list(keys), "cells": experiments.table_cells(record), "runs": runs})
     return stored, skipped

@@ -41,8 +41,8 @@ def norms(max_ratio: float = 0.01) -> dict:
              "orthogonality": {"worst": {"max_ratio": max_ratio, "max_error": 1e-15, "max_error_float32": 1e-7,
                                          "min_tolerance": 1e-13, "steps_checked": 5}}},
             {"model": "lru", "seed": 0, "drift": {"max": [[0.0, 0.3]], "rounding_floor": 1e-7}}]
-    table = [{"model": "rotrnn", "layer": 0, "cv_mean": 0.01, "settle_mean": 0},
-             {"model": "lru", "layer": 0, "cv_mean": 0.2, "settle_mean": 4}]
+    table = [{"model": "rotrnn", "layer": 0, "cv": [0.01, 0.012, 0.011], "cv_mean": 0.011, "settle_mean": 0},
+             {"model": "lru", "layer": 0, "cv": [0.2, 0.22, 0.18], "cv_mean": 0.2, "settle_mean": 4}]
     return record("norms", {"runs": runs, "table": table, "across": {"rotrnn": 0.01, "lru": 0.1}}, NORMS_CONFIG)
 
 
@@ -55,7 +55,8 @@ def test_proved_only_where_the_record_says_proved_with_its_scope():
                                                         scope="any N, any k (symbolic)"))]})
     r2 = row(rows, "R2")
     assert r2["verdict"] == "proved" and r2["parts"][0]["scope"] == "any N, any k (symbolic)"
-    assert "A^k via blocks [proved]" in r2["evidence"] and "any N, any k" in r2["scale"]
+    assert "A^k via blocks [proved]" in r2["evidence"] and "any N, any k" in r2["scope"]
+    assert r2["scale"] == "symbolic, in general" and r2["parts"][0]["test"] == "derivation"
 
 
 def test_verified_with_scope_and_per_finding_scope():
@@ -89,22 +90,49 @@ def test_a_proved_derivation_and_a_contradicting_training_part_is_contradicted()
     assert ok["verdict"] == "verified"                           # proved + verified: the weaker, verified
 
 
-def tasks_record(context_r2, status: str = "ok") -> dict:
-    rows = [{"task": "shift", "model": "dlr", "seed": 0, "status": "ok", "r2": 0.999},
-            {"task": "context_shift", "model": "dlr", "seed": 0, "status": status, "r2": context_r2}]
-    return record("tasks", {"rows": rows}, {"length": 8, "steps": 3, "seeds": [0]})
+def tasks_record(context_r2, status: str = "ok", seeds=(0, 1, 2), control=(0.87, 0.9, 0.85)) -> dict:
+    """DLR on Shift (solved) and ContextShift (`context_r2` at seed 0, near it at the others), and the ContextShift
+    control's runs (attention) with the given R^2 (none: no control)."""
+    rows = []
+    for i, seed in enumerate(seeds):
+        rows.append({"task": "shift", "model": "dlr", "seed": seed, "status": "ok", "r2": 0.999 - 1e-4 * i})
+        r2 = context_r2 if i == 0 or not isinstance(context_r2, float) else context_r2 + 0.01 * i
+        rows.append({"task": "context_shift", "model": "dlr", "seed": seed, "status": status if i == 0 else "ok",
+                     "r2": r2})
+    for seed, r2 in enumerate(control or ()):
+        rows.append({"task": "context_shift", "model": "attention", "seed": seed, "status": "ok", "r2": r2,
+                     "control": "context-shift-attention"})
+    return record("tasks", {"rows": rows}, {"length": 8, "steps": 3, "seeds": list(seeds)})
 
 
-def tasks_part(rows: list[dict]) -> dict:
-    """D4's part from the tasks section (its other part, the synthetic-tasks experiment, is tested with it)."""
-    return next(p for p in row(rows, "D4")["parts"] if p["source"] == "training (tasks)")
+def tasks_parts(rows: list[dict]) -> list[dict]:
+    """D4's parts from the tasks section (its other part, the synthetic-tasks experiment, is tested with it)."""
+    return [p for p in row(rows, "D4")["parts"] if p["source"] == "training (tasks)"]
+
+
+def test_d4_reproduced_needs_three_seeds_a_test_and_a_control_that_learned():
+    shift, context = tasks_parts(ledger.build({"tasks": [tasks_record(0.01)]}))
+    assert shift["verdict"] == context["verdict"] == "reproduced"
+    assert context["test"].startswith("one-sample t") and context["n"] == [3] and context["p"] < 0.05
+    assert context["ci"][1] < ledger.FAILS_R2 and context["control"] == {"name": "context-shift-attention",
+                                                                         "learned": True}
+    # two seeds: the same numbers, no decision
+    assert {p["verdict"] for p in tasks_parts(ledger.build({"tasks": [tasks_record(0.01, seeds=(0, 1))]}))} == \
+        {"inconclusive"}
+    # the control did not learn (attention at chance too): DLR failing says nothing about DLR
+    failed = tasks_parts(ledger.build({"tasks": [tasks_record(0.01, control=(0.02, 0.03, 0.01))]}))[1]
+    assert failed["verdict"] == "inconclusive" and "the control did not learn" in failed["evidence"]
+    assert failed["control"]["learned"] is False
+    # no control at all
+    missing = tasks_parts(ledger.build({"tasks": [tasks_record(0.01, control=None)]}))[1]
+    assert missing["verdict"] == "inconclusive" and "no positive control" in missing["evidence"]
 
 
 def test_a_diverged_run_is_inconclusive_never_fails():
-    assert tasks_part(ledger.build({"tasks": [tasks_record(0.01)]}))["verdict"] == "reproduced"
     for r2, status in ((None, "diverged"), ("nan", "ok"), (0.01, "diverged")):
-        d4 = tasks_part(ledger.build({"tasks": [tasks_record(r2, status)]}))
-        assert d4["verdict"] == "inconclusive" and "diverged" in d4["evidence"], (r2, status)
+        d4 = tasks_parts(ledger.build({"tasks": [tasks_record(r2, status)]}))[1]
+        assert d4["verdict"] == "inconclusive", (r2, status)
+        assert "diverged" in d4["evidence"] or "n = 2" in d4["evidence"], (r2, status)
 
 
 def test_missing_results_are_not_run_here_with_a_command():
@@ -179,6 +207,10 @@ def test_a_bug_in_a_settle_function_raises(monkeypatch):
 def test_the_weakest_part_wins():
     P = ledger.Part
     assert ledger.combine([P("a", "proved", ""), P("b", "verified", "")]) == "verified"
+    assert ledger.combine([P("a", "reproduced", "")], untested=("the other half",)) == "reproduced (in part)"
+    assert ledger.combine([P("a", "proved", "")], untested=("a number",)) == "verified (in part)"
+    assert ledger.combine([P("a", "inconclusive", "")], untested=("x",)) == "inconclusive"
+    assert ledger.combine([P("a", "reproduced", ""), P("b", "contradicted", "")], untested=("x",)) == "contradicted"
     assert ledger.combine([P("a", "proved", ""), P("b", "not run here", "", command="c")]) == "not run here"
     assert ledger.combine([P("a", "not run here", "", command="c"), P("b", "inconclusive", "")]) == "inconclusive"
     assert ledger.combine([P("a", "contradicted (in part)", ""), P("b", "inconclusive", "")]) == \
@@ -209,3 +241,56 @@ def test_several_machines_give_one_part_each():
     r = row(ledger.build({"norms": [good, bad]}), "R8")
     norms_parts = [p["source"] for p in r["parts"] if p["source"].endswith("training (norms)")]
     assert norms_parts == ["cpu-box: training (norms)", "gpu-box: training (norms)"]
+
+
+def speed_record(exponent: float, rounds: int = 5, lengths=(128, 256, 512, 1024, 2048), noise: float = 0.03) -> dict:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    rows = [{"backend": b, "mixer": k, "L": L, "ms": [float(1e-3 * L ** exponent * np.exp(rng.normal(0, noise)))
+                                                      for _ in range(rounds)]}
+            for b in ("torch", "jax") for k in ("rotrnn", "lru", "dlr") for L in lengths]
+    return record("speed", {"rows": [], "step_rounds": rows})
+
+
+@pytest.mark.parametrize("exponent, rounds, noise, verdict", [
+    (1.0, 5, 0.03, "verified"), (2.0, 5, 0.03, "contradicted"),
+    (1.0, 4, 0.03, "inconclusive"),      # too few rounds to fit
+    (1.0, 5, 1.0, "inconclusive")])      # timings too noisy: the interval reaches past the bound
+def test_d9_fits_the_exponent_of_step_mode_time_over_interleaved_rounds(exponent, rounds, noise, verdict):
+    r = row(ledger.build({"speed": [speed_record(exponent, rounds, noise=noise)]}), "D9")
+    assert {p["verdict"] for p in r["parts"]} == {verdict} and len(r["parts"]) == 6
+    if rounds >= 5 and noise < 0.1:
+        part = r["parts"][0]
+        assert part["test"].startswith("least-squares exponent") and part["n"] == [25]
+        assert part["ci"][0] < exponent < part["ci"][1]
+
+
+def test_d9_from_older_speed_results_without_rounds_is_not_run_here():
+    old = record("speed", {"rows": [{"backend": "torch", "mixer": "lru", "mode": "step", "L": 256, "ms": 1.0,
+                                     "us_per_position": 4.0}]})
+    r = row(ledger.build({"speed": [old]}), "D9")
+    assert r["verdict"] == "not run here" and "step_rounds: missing" in r["evidence"]
+
+
+def test_ledger_json_has_every_field_of_every_part_null_where_it_does_not_apply():
+    rows = ledger.build({"tasks": [tasks_record(0.01)], "speed": [speed_record(1.0)]})
+    claims = ledger.ledger_json(rows)
+    assert [c["claim"] for c in claims] == [c.id for c in ledger.CLAIMS]
+    fields = {"part", "source", "verdict", "test", "n", "effect", "ci", "p", "alpha", "margin", "scope", "control",
+              "scale", "evidence", "command"}
+    for c in claims:
+        assert set(c) == {"claim", "paper", "statement", "verdict", "scale", "untested", "parts"}
+        for p in c["parts"]:
+            assert set(p) == fields, c["claim"]
+    d4 = next(c for c in claims if c["claim"] == "D4")
+    assert d4["verdict"] == "not run here"          # its experiment part has no record here
+    context = next(p for p in d4["parts"] if (p["part"] or "").startswith("fails where"))
+    assert context["test"].startswith("one-sample t") and context["margin"] is None and context["alpha"] == 0.05
+    assert context["control"] == {"name": "context-shift-attention", "learned": True}
+    d7 = next(c for c in claims if c["claim"] == "D7")["parts"][0]
+    assert d7["test"] is None and d7["n"] is None and d7["ci"] is None and d7["control"] is None
+    assert "untested" in d4 and d4["untested"]
+    import json
+
+    json.dumps(claims, allow_nan=False)          # valid JSON: no NaN anywhere

@@ -37,6 +37,14 @@ def test_page_renders_from_saved_results(computed, tmp_path):
     assert html.startswith("<!DOCTYPE html>") and 'id="reference"' in html and 'id="environment"' in html
     assert "quick" in html and "all 12 cases agree" in html
     assert "<script" not in html and not re.search(r'(src|href)\s*=\s*"(https?:)?//', html)
+    # the ledger beside the page, as text and as JSON a program can read
+    import json
+
+    ledger_json = json.loads((tmp_path / "ledger.json").read_text())
+    assert [c["claim"] for c in ledger_json][:2] == ["R1", "R2"]
+    r4 = next(c for c in ledger_json if c["claim"] == "R4")
+    assert r4["verdict"] == "verified" and r4["parts"][0]["test"] == "numeric"
+    assert (tmp_path / "ledger.txt").read_text().startswith("R1 ")
 
 
 def test_missing_and_corrupt_files_are_skipped_and_named(computed, tmp_path):

@@ -41,33 +41,46 @@ def test_tasks_section_runs_the_grid_and_settles_d4(tmp_path, monkeypatch):
     monkeypatch.setattr(tasks_experiment, "QUICK_SIZES", {"length": 8, "steps": 3, "seeds": [0]})
     record, html = computed(tasks, tmp_path)
     data = record["data"]
-    assert {(r["task"], r["model"]) for r in data["rows"]} == {(t, m) for t in tasks.TASKS for m in ("dlr", "lru", "rotrnn")}
+    arms = [r for r in data["rows"] if not r.get("control")]
+    assert {(r["task"], r["model"]) for r in arms} == {(t, m) for t in tasks.TASKS for m in ("dlr", "lru", "rotrnn")}
+    controls = [r for r in data["rows"] if r.get("control")]                # ContextShift with attention at L = 16
+    assert {(r["task"], r["model"], r["length"], r["control"]) for r in controls} == \
+        {("context_shift", "attention", 16, tasks_experiment.CONTROL)}
     assert all(r["status"] == "ok" and "run_dir" not in r for r in data["rows"])
     assert "claims" not in data                                             # the ledger settles D4, not the run
-    (d4,) = ledger.record_parts(record)["D4"]
-    assert d4["verdict"] in VERDICTS and d4["evidence"].startswith("DLR: Shift R^2 = ") and "L = 8" in d4["scope"]
-    assert 'id="tasks"' in html and 'id="tasks-D4-verdict"' in html and "quick run" in html
+    shift, context = ledger.record_parts(record)["D4"]
+    assert shift["verdict"] in VERDICTS and shift["evidence"].startswith("DLR's final validation R^2 on Shift")
+    assert "L = 8" in shift["scope"] and context["part"].startswith("fails where the shift depends on the context")
+    assert context["control"]["name"] == tasks_experiment.CONTROL
+    assert 'id="tasks"' in html and 'id="tasks-D4-verdict-2"' in html and "quick run" in html
     plots = svgs(html)
     assert len(plots) == 2 and all("<title>" in s for s in plots)
 
 
 def rows(r2: dict, model: str = "dlr") -> list[dict]:
-    return [{"task": t, "model": model, "seed": seed, "r2": v, "status": "ok" if v is not None else "diverged"}
-            for t, values in r2.items() for seed, v in enumerate(values if isinstance(values, list) else [values])]
+    """Three seeds per task around the given R^2 (a list: one value per seed; None: diverged), and the control."""
+    noise = (-0.0005, 0.0, 0.0004)
+    out = [{"task": t, "model": model, "seed": seed, "r2": v, "status": "ok" if v is not None else "diverged"}
+           for t, values in r2.items()
+           for seed, v in enumerate(values if isinstance(values, list) else
+                                    [None if values is None else min(values + e, 1.0) for e in noise])]
+    return out + [{"task": "context_shift", "model": "attention", "seed": s, "r2": v, "status": "ok",
+                   "control": tasks_experiment.CONTROL} for s, v in enumerate((0.85, 0.9, 0.88))]
 
 
-@pytest.mark.parametrize("shift, context, verdict", [
-    (0.995, 0.05, "reproduced"),
-    (0.995, 0.995, "contradicted"),
-    (0.9, 0.05, "inconclusive"),       # Shift not solved within the budget
-    (0.995, 0.7, "inconclusive"),      # ContextShift neither solved nor failed
-    (None, 0.05, "inconclusive"),      # Shift diverged
-    (0.995, None, "inconclusive"),     # ContextShift diverged: not evidence that it fails
-    (0.995, [0.05, None], "inconclusive"),   # one of two ContextShift seeds diverged
+@pytest.mark.parametrize("shift, context, verdicts", [
+    (0.995, 0.05, ("reproduced", "reproduced")),
+    (0.995, 0.995, ("reproduced", "contradicted")),
+    (0.9, 0.05, ("inconclusive", "reproduced")),        # Shift not solved within the budget
+    (0.995, 0.7, ("reproduced", "inconclusive")),       # ContextShift neither solved nor failed
+    (None, 0.05, ("inconclusive", "reproduced")),       # Shift diverged
+    (0.995, None, ("reproduced", "inconclusive")),      # ContextShift diverged: not evidence that it fails
+    (0.995, [0.05, None, 0.04], ("reproduced", "inconclusive")),   # one of three ContextShift seeds diverged
+    (0.995, [0.05, 0.04], ("reproduced", "inconclusive")),         # two seeds: no decision
 ])
-def test_d4_thresholds(shift, context, verdict):
-    (part,) = ledger.settle_d4({"rows": rows({"shift": shift, "context_shift": context})}, "L = 64")
-    assert part.verdict == verdict
+def test_d4_thresholds(shift, context, verdicts):
+    parts = ledger.settle_d4({"rows": rows({"shift": shift, "context_shift": context})}, "L = 64")
+    assert tuple(p.verdict for p in parts) == verdicts
 
 
 def test_norms_section_measures_norms_drift_and_orthogonality(tmp_path, monkeypatch):

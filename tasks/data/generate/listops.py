@@ -28,6 +28,7 @@ in index order, so the output depends on the seed and the split sizes, never on 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterable
@@ -238,14 +239,21 @@ def statistics(rows: list[tuple[str, int, int]]) -> dict:
 
 def generate(out, n_train: int = 96_000, n_val: int = 2_000, n_test: int = 2_000, seed: int = 0,
              resolution=None, difficulty=None, workers=None, progress=None,
-             config: TreeConfig = TreeConfig()) -> dict:
+             config: TreeConfig = TreeConfig(), **tree) -> dict:
     """Write `out/listops-1000/basic_{train,val,test}.tsv` as LRA does (see the module docstring).
 
-    Full size (96k/2k/2k) is LRA's; docs/data.md gives the time on two cores.
+    Full size (96k/2k/2k) is LRA's; docs/data.md gives the time on two cores. `tree` overrides fields of
+    `config` by name (max_depth, max_args, min_length, max_length): shorter, shallower expressions for a
+    positive control that a small model learns at this machine's scale.
     """
     if resolution is not None or difficulty is not None:
         raise LinrnnError("listops: --resolution and --difficulty do not apply (they are Pathfinder options)")
+    fields = {f.name for f in dataclasses.fields(TreeConfig)}
+    unknown = sorted(set(tree) - fields)
+    if unknown:
+        raise LinrnnError(f"listops: unknown option(s) {', '.join(unknown)}: expected {', '.join(sorted(fields))}")
     counts = check_counts(n_train, n_val, n_test)
+    config = dataclasses.replace(config, **tree)
     seed, config, workers = check_seed(seed), config.check(), worker_count(workers)
     start = time.perf_counter()
     total = sum(counts)

@@ -144,10 +144,12 @@ def statistics(rows: list, seconds: float) -> dict:
 
 def generate(out, n_train: int = 160_000, n_val: int = 20_000, n_test: int = 20_000, seed: int = 0,
              resolution=32, difficulty=None, workers=None, progress=None, images_per_batch: int = IMAGES_PER_BATCH,
-             params: SnakeParams | None = None) -> dict:
+             params: SnakeParams | None = None, distractors: int | None = None) -> dict:
     """Write `out/pathfinder{R}/{difficulty}/` (see the module docstring); 200,000 images is LRA's size.
 
-    params   a full parameter set instead of LRA's (for experiments; window_size must equal R)
+    params       a full parameter set instead of LRA's (for experiments; window_size must equal R)
+    distractors  the number of distractor contours instead of the difficulty's (0: none, the two marked
+                 contours alone; an easier task than any of LRA's, for a positive control)
     """
     counts = check_counts(n_train, n_val, n_test)
     seed, workers = check_seed(seed), worker_count(workers)
@@ -155,6 +157,10 @@ def generate(out, n_train: int = 160_000, n_val: int = 20_000, n_test: int = 20_
     difficulty = DEFAULT_DIFFICULTY if difficulty is None else difficulty
     chosen = lra_params(resolution, difficulty)
     params = chosen if params is None else params
+    if distractors is not None:
+        if isinstance(distractors, bool) or not isinstance(distractors, int) or distractors < 0:
+            raise LinrnnError(f"distractors: expected an integer >= 0, found {distractors!r}")
+        params = dataclasses.replace(params, num_distractor_snakes=distractors)
     if params.window_size != resolution:
         raise LinrnnError(f"pathfinder: params.window_size {params.window_size} differs from --resolution {resolution}")
     if isinstance(images_per_batch, bool) or not isinstance(images_per_batch, int) or images_per_batch < 1:

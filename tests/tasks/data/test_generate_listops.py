@@ -137,3 +137,21 @@ def test_full_size_listops_generation_time(tmp_path, record_property):
     record_property("benchmark", {"task": "listops", "seconds": summary["seconds"], "workers": summary["workers"]})
     print(summary["seconds"], summary["workers"], summary["statistics"]["train"])
     assert summary["statistics"]["train"]["n"] == 96_000
+
+
+def test_tree_options_give_short_shallow_expressions_in_the_same_format(tmp_path):
+    """A positive control's data set: depth <= 3, at most 5 arguments, under 100 tokens, read by the same loader."""
+    summary = GENERATORS["listops"](tmp_path / "short", n_train=40, n_val=5, n_test=5, seed=1, workers=1,
+                                    max_depth=3, max_args=5, min_length=0, max_length=100)
+    train = loader.load(tmp_path / "short", "train", cache=tmp_path / "cache")
+    assert len(train) == 40 and summary["statistics"]["train"]["length_max"] < 100
+    for line in list(csv.reader(open(tmp_path / "short" / "listops-1000" / "basic_train.tsv"), delimiter="\t"))[1:]:
+        source = line[0].split()
+        depth = max(sum(1 for t in source[:i + 1] if t.startswith("[")) - sum(1 for t in source[:i + 1] if t == "]")
+                    for i in range(len(source)))
+        assert depth <= 2 and len(source) < 100        # operators nest at most 2 deep below a depth-3 leaf
+    with pytest.raises(LinrnnError, match=r"listops: unknown option\(s\) depth: expected max_args, max_depth"):
+        GENERATORS["listops"](tmp_path / "bad", n_train=4, n_val=1, n_test=1, depth=3)
+    with pytest.raises(LinrnnError, match="max_depth: expected an integer >= 1"):
+        GENERATORS["listops"](tmp_path / "bad", n_train=4, n_val=1, n_test=1, max_depth=0)
+    assert not (tmp_path / "bad").exists()

@@ -123,3 +123,15 @@ def test_pathfinder32_20k_generation_time(tmp_path, record_property):
     record_property("benchmark", {"task": "pathfinder32", "seconds": summary["seconds"], "workers": summary["workers"]})
     print(summary["seconds"], summary["statistics"])
     assert summary["statistics"]["images"] == 20_000
+
+
+def test_distractors_replace_the_difficultys_count_and_zero_draws_the_two_contours_alone(tmp_path):
+    summary = GENERATORS["pathfinder"](tmp_path / "bare", n_train=6, n_val=1, n_test=1, seed=2, resolution=32,
+                                       difficulty="curv_baseline", distractors=0, workers=1)
+    assert summary["params"]["num_distractor_snakes"] == 0 and summary["statistics"]["distractors_mean"] == 0
+    assert summary["params"]["contour_length"] == 6
+    loaded = loader.load(tmp_path / "bare", "train", cache=tmp_path / "cache", difficulty="curv_baseline")
+    assert len(loaded) > 0 and np.asarray(loaded.arrays["pixels"]).shape[1] == 32 * 32     # the loader reads them
+    for bad in (-1, 1.5, True):
+        with pytest.raises(LinrnnError, match="distractors: expected an integer >= 0"):
+            GENERATORS["pathfinder"](tmp_path / "bad", n_train=2, n_val=1, n_test=1, distractors=bad)

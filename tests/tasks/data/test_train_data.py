@@ -207,3 +207,55 @@ def test_gradient_checkpointing_takes_the_same_steps_and_autocast_trains(writers
     assert all(v.dtype == np.float64 for v in amp.bundle.params.values())   # bundles stay float64 on disk
     with pytest.raises(LinrnnError, match="autocast: expected false or null with backend jax"):
         TrainConfig(**{**base, "dtype": "float32"}, backend="jax", autocast=True)
+
+
+def test_patience_stops_a_run_whose_validation_stopped_improving_and_it_stays_stopped(writers, cache_env):
+    """lr 0: the first evaluation is the best and none improves on it, so with patience 2 and an evaluation at
+    every epoch end the run stops after epoch 3 of 10; resuming it trains nothing more."""
+    folder = writers.listops(cache_env / "lo")           # 40 train examples: 5 steps per epoch of 8
+    cfg = TrainConfig(task="listops", model="lru", epochs=10, patience=2, **{**TINY, "batch_size": 8, "lr": 0.0})
+    result = train(cfg, cache_env / "run", data=folder, progress=False)
+    assert result.stopped_early and result.steps_done == 15
+    assert [e["step"] for e in result.evaluations] == [5, 10, 15] and result.best["step"] == 5
+    record = json.loads((cache_env / "run" / "results.json").read_text())
+    assert record["stopped_early"] is True and record["steps"] == 15
+    again = train(cfg, cache_env / "run", data=folder, resume=True, progress=False)
+    assert again.steps_done == 15 and again.losses == [] and again.stopped_early
+    # without patience the same run takes every epoch
+    full = train(TrainConfig(**{**cfg.to_dict(), "patience": None}), cache_env / "full", data=folder, progress=False)
+    assert full.steps_done == 50 and not full.stopped_early
+
+
+def test_an_interrupted_run_with_patience_resumes_its_count_of_evaluations_without_improvement(writers, cache_env):
+    folder = writers.listops(cache_env / "lo")
+    cfg = TrainConfig(task="listops", model="lru", epochs=10, patience=2, **{**TINY, "batch_size": 8, "lr": 0.0})
+    first = train(cfg, cache_env / "split", data=folder, stop_after=10, progress=False)   # epochs 1-2: one stale
+    assert first.steps_done == 10 and not first.stopped_early
+    rest = train(cfg, cache_env / "split", data=folder, resume=True, progress=False)
+    assert rest.stopped_early and rest.steps_done == 15
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax"])
+def test_the_best_evaluation_keeps_the_test_splits_per_example_predictions(backend, writers, cache_env):
+    folder = writers.listops(cache_env / "lo")
+    cfg = TrainConfig(task="listops", model="dlr", epochs=2, backend=backend, **{**TINY, "batch_size": 8})
+    result = train(cfg, cache_env / "run", data=folder, progress=False)
+    kept = result.best["predictions"]
+    from linrnn.tasks import data
+
+    test = data.load("listops", folder, "test")
+    assert kept["split"] == "test" and len(kept["predicted"]) == len(kept["label"]) == len(test)
+    assert kept["label"] == np.asarray(test.arrays[test.labels]).tolist()             # file order
+    correct = np.mean(np.array(kept["predicted"]) == np.array(kept["label"]))
+    assert correct == pytest.approx(result.best["test"]["accuracy"])
+    record = json.loads((cache_env / "run" / "results.json").read_text())
+    assert record["best"]["predictions"] == kept
+    assert all("predictions" not in json.loads(line).get("eval", {}).get("test", {})
+               for line in (cache_env / "run" / "metrics.jsonl").read_text().splitlines())
+
+
+def test_patience_is_refused_for_a_synthetic_task():
+    with pytest.raises(LinrnnError, match="patience: expected null for the synthetic task shift"):
+        TrainConfig(task="shift", patience=3)
+    with pytest.raises(LinrnnError, match="patience: expected an integer >= 1"):
+        TrainConfig(task="listops", epochs=1, patience=0)
