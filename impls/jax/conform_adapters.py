@@ -27,9 +27,11 @@ def linrnn_jax(bundle: dict, config: dict, dtype: str = "float64"):
     with precision(dtype):
         params = from_bundle(Bundle(cfg, bundle), dtype)
 
+    mode = "conv" if config.get("max_kernel_length") else MODES[0]     # a truncated DLR kernel: only its own view
+
     def call(u, state=None):
         with precision(dtype):
-            return apply(params, cfg, u, MODES[0], state)
+            return apply(params, cfg, u, mode, state)
 
     return call
 
