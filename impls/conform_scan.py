@@ -173,7 +173,7 @@ class Battery:
                                                 f"output is the {way} scan's (error against the contract {rel:.2e})")]
         if cfg["complex"]:
             real = reference({**cfg, "complex": False}, a.real, b.real)
-            if compare("real parts", real, x, "forward", "float64").rel <= fit_tol:
+            if compare("real parts", real.astype(complex), x, "forward", "float64").rel <= fit_tol:
                 return [Diagnosis("scan_real_only", f"complex inputs lose their imaginary parts: the output is the "
                                                     f"scan of Re a and Re b (error against the contract {rel:.2e})")]
         level = self.conform.float32_level(self.dtype, rel, L, r, output_dtype=self.output_dtype)
