@@ -4,8 +4,8 @@
                    [--json FILE]
 
 TARGET is `module:function` (importable from PYTHONPATH or the working directory) or a built-in name
-(`BUILTINS`: the peers `lru-pytorch` and `s5-pytorch`, and `linrnn-torch` / `linrnn-jax`, the project's
-own layers). The protocol (docs/conform.md):
+(`BUILTINS`: the published peers, `lru-pytorch`, `s5-pytorch`, `lrnnx`, the scans, `mamba-ssm` where it is
+installed, and `linrnn-torch` / `linrnn-jax`, the project's own layers). The protocol (docs/conform.md):
 
     function(bundle, config[, dtype=...]) -> call
         bundle  {key: float64 array}: a layer bundle's keys (docs/models.md), no prefixes
@@ -73,6 +73,8 @@ BUILTINS: dict[str, tuple[str, str]] = {
     "accelerated-scan-ref": ("linrnn.impls.torch.conform_peers", "accelerated_scan_ref"),
     "torch-associative-scan": ("linrnn.impls.torch.conform_peers", "torch_associative_scan"),
     "recurrentgemma": ("linrnn.impls.jax.conform_adapters", "recurrentgemma"),
+    "mamba-ssm-ref": ("linrnn.impls.torch.conform_peers", "mamba_ssm_ref"),
+    "mamba-ssm": ("linrnn.impls.torch.conform_peers", "mamba_ssm"),
     "linrnn-torch": ("linrnn.impls.torch.conform_adapters", "linrnn_torch"),
     "linrnn-jax": ("linrnn.impls.jax.conform_adapters", "linrnn_jax"),
     "linrnn-torch-scan": ("linrnn.impls.torch.conform_peers", "linrnn_torch_scan"),
@@ -116,6 +118,15 @@ PEERS: dict[str, PeerInfo] = {
                                "`recurrentgemma.jax.scan.linear_scan` (JAX, its native linear scan on the CPU)",
                                "Google DeepMind's Griffin code; its PyTorch `rnn_scan` is a port of this one (not "
                                "a target: importing it imports the JAX side too)"),
+    "mamba-ssm-ref": PeerInfo("mamba-ssm", "mamba_ssm", ("scan",),
+                              "`mamba_ssm.ops.selective_scan_interface.selective_scan_ref` (PyTorch, one position at "
+                              "a time; float32 only)",
+                              "the reference mamba-ssm tests its fused kernel against: one package with mamba-ssm, "
+                              "same authors (Tri Dao, Albert Gu), another algorithm; lrnnx's "
+                              "`lrnnx.ops.selective_scan` (not a target) is modified from this file"),
+    "mamba-ssm": PeerInfo("mamba-ssm", "mamba_ssm", ("scan",),
+                          "`selective_scan_fn`, mamba-ssm's fused CUDA kernel (float32 only, on a CUDA device)",
+                          "one package with mamba-ssm-ref, written to check this kernel"),
 }
 OWN: dict[str, tuple[str, ...]] = {"linrnn-torch": KINDS, "linrnn-jax": KINDS, "linrnn-torch-scan": ("scan",),
                                    "linrnn-jax-scan": ("scan",)}

@@ -20,6 +20,23 @@ Each follows the protocol of docs/conform.md and loads the bundle's numbers into
   Re(Lambda) (clip_eigs: "n/a"), no backward scan, and keeps no conjugate half (`conj_sym` raises).
 * The scans take (B L D) a and b and return x (B L D); the peers' own layouts are (B D L) (accelerated-scan)
   and complex tensors. accelerated-scan's kernels run forward only; its complex kernel needs a complex a.
+
+    mamba-ssm-ref           `mamba_ssm.ops.selective_scan_interface.selective_scan_ref` (PyTorch, one position at a
+                            time), on the CPU, or on the device `linrnn gpucheck` passes
+    mamba-ssm               the same module's `selective_scan_fn`, its fused CUDA kernel (a CUDA device only)
+
+* mamba-ssm builds its CUDA extension `selective_scan_cuda` when it is installed and imports it unconditionally, so
+  both run only where mamba-ssm is installed: a machine with CUDA (`linrnn gpucheck` checks both there). Its scan is
+  x_l = exp(delta_l A) x_{l-1} + delta_l B_l u_l per channel and state, read out as y_l = C_l x_l (2 Re(C_l x_l)
+  for a complex A), in float32 (float64: "n/a"). The adapter maps the scan contract onto it with N = 1, exactly in
+  exact arithmetic (in float32, delta_t and 1 / delta_t round once each, a few eps against the tolerance's 32):
+  - real a: A = -1, delta_t = -log|a_t|, B_t = 1 / delta_t (one group per channel), u_t = s_t b_t, C = 1, and
+    x_t = s_t y_t, where s_t = sign(a_1 ... a_t): its real transitions are positive, and the change of variables
+    only flips signs, which do not round. |a_t| = 0 or 1 is "n/a" (delta_t would be infinite, or 0 with no input);
+  - complex a, constant: delta = -log|a|, A = log(a) / delta (Re A = -1), u = 1, B_t = b_t / delta (its (real,
+    imaginary) pairs along L), each lane twice, read out with C = 1/2 (2 Re(C x) = Re x) and C = -i/2 (= Im x).
+    A complex a_t that changes with t is "n/a": exp(delta_t A) keeps one ratio of log-modulus to phase per channel;
+  - reverse: it has no backward scan; the sequence is reversed in and out (as bidirectional Mamba models do).
 """
 
 from __future__ import annotations
@@ -51,8 +68,8 @@ INSTALL = "install linrnn[peers] (pip install 'linrnn[peers]'; docs/conform.md s
 if not torch.cuda.is_available() and "triton" not in sys.modules:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-__all__ = ["accelerated_scan", "accelerated_scan_ref", "linrnn_torch_scan", "lrnnx", "missing_reason",
-           "torch_associative_scan"]
+__all__ = ["accelerated_scan", "accelerated_scan_ref", "linrnn_torch_scan", "lrnnx", "mamba_missing", "mamba_ssm",
+           "mamba_ssm_ref", "missing_reason", "torch_associative_scan"]
 
 
 def _import(name: str):
@@ -69,6 +86,10 @@ def _import(name: str):
 
 def missing_reason(name: str) -> str | None:
     """None when peer `name` imports here, else one line saying why not and what to install."""
+    if name in MAMBA_FUNCTIONS:
+        why = mamba_missing(name)
+        return why and (f"{name}: {why}; it runs where mamba-ssm is installed (a machine with CUDA), and `linrnn "
+                        f"gpucheck` checks it there (docs/gpu.md)" if why == MAMBA_ABSENT else f"{name}: {why}")
     try:
         _import(name)
     except Exception as err:                  # a broken install fails in its own ways
@@ -203,3 +224,112 @@ def linrnn_torch_scan(bundle: dict, config: dict, dtype: str = "float64"):
 
     return call
 
+
+# -- mamba-ssm ------------------------------------------------------------------------------------
+
+MAMBA_MODULE = "mamba_ssm.ops.selective_scan_interface"
+MAMBA_ABSENT = "mamba_ssm is not installed (it needs CUDA to build)"
+MAMBA_FUNCTIONS = {"mamba-ssm-ref": "selective_scan_ref", "mamba-ssm": "selective_scan_fn"}
+MAMBA_FUSED_DEVICES = ("cuda",)       # where `selective_scan_fn` runs (the tests add "cpu" for a stand-in module)
+
+
+def mamba_missing(name: str = "mamba-ssm-ref", device: str | None = None) -> str | None:
+    """None when target `name`'s function of mamba-ssm can run here (on `device`), else why not, in one line:
+    `MAMBA_ABSENT` itself where the package is not installed."""
+    try:
+        module = importlib.import_module(MAMBA_MODULE)
+    except Exception as err:                   # an install whose CUDA extension does not load fails in its own ways
+        if isinstance(err, ModuleNotFoundError) and (err.name or "").partition(".")[0] == "mamba_ssm":
+            return MAMBA_ABSENT
+        return f"mamba_ssm is installed but does not import (`import {MAMBA_MODULE}`: {type(err).__name__}: {err})"
+    function = MAMBA_FUNCTIONS[name]
+    if not callable(getattr(module, function, None)):
+        return f"{MAMBA_MODULE} has no {function}"
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "mamba-ssm" and device not in MAMBA_FUSED_DEVICES:
+        return f"selective_scan_fn is mamba-ssm's fused CUDA kernel: it needs a CUDA device (here: {device})"
+    return None
+
+
+def mamba_ssm_ref(bundle: dict, config: dict, dtype: str = "float64", device: str = "cpu"):
+    """mamba-ssm's `selective_scan_ref` as a scan target (see the module docstring for the mapping)."""
+    return _mamba_scan("mamba-ssm-ref", config, dtype, device)
+
+
+def mamba_ssm(bundle: dict, config: dict, dtype: str = "float64", device: str | None = None):
+    """mamba-ssm's fused CUDA kernel `selective_scan_fn` as a scan target (the same mapping), on the CUDA device."""
+    return _mamba_scan("mamba-ssm", config, dtype, device or ("cuda" if torch.cuda.is_available() else "cpu"))
+
+
+def _mamba_scan(name: str, config: dict, dtype: str, device: str):
+    if config["kind"] != "scan":
+        raise LinrnnError(f"{name} implements scan, found --model {config['kind']}")
+    if dtype != "float32":
+        raise NotImplementedError("mamba-ssm's selective scan computes in float32 only: selective_scan_ref casts u, "
+                                  "delta, B and C with .float(), and its CUDA kernel takes float32 weights")
+    if config["complex"] and config["varying"]:
+        raise NotImplementedError("mamba-ssm's transition exp(delta_t A) keeps one ratio of log-modulus to phase per "
+                                  "channel (delta_t is real): a complex a_t whose modulus and phase change apart has "
+                                  "no delta_t")
+    why = mamba_missing(name, device)
+    if why:
+        raise LinrnnError(f"{name}: {why}")
+    scan = getattr(importlib.import_module(MAMBA_MODULE), MAMBA_FUNCTIONS[name])
+
+    def call(a, b):
+        a, b = np.asarray(a), np.asarray(b)                  # (B L D)
+        if config["reverse"]:
+            a, b = a[:, ::-1], b[:, ::-1]
+        with torch.no_grad():
+            x = (_mamba_complex if config["complex"] else _mamba_real)(scan, a, b, device)
+        return x[:, ::-1] if config["reverse"] else x
+
+    return call
+
+
+def _bdl(v: np.ndarray, device: str, dtype=torch.float32) -> torch.Tensor:
+    """(B L D) NumPy -> its (B D L) layout, contiguous, on `device`."""
+    return torch.as_tensor(np.ascontiguousarray(np.swapaxes(v, 1, 2))).to(device=device, dtype=dtype)
+
+
+def _mamba_steps(a: np.ndarray) -> np.ndarray:
+    """delta_t = -log|a_t| > 0: the step that makes exp(delta_t A) = a_t with Re A = -1."""
+    size = np.abs(a)
+    if not np.all((size > 0) & (size != 1)):
+        raise NotImplementedError("mamba-ssm's transition exp(delta_t A) with Re A = -1 needs 0 < |a_t| != 1 (delta_t "
+                                  "= -log|a_t| would be infinite, or 0 with no input)")
+    return -np.log(size)
+
+
+def _mamba_real(scan, a: np.ndarray, b: np.ndarray, device: str) -> np.ndarray:
+    """x_t = a_t x_{t-1} + b_t as y_t = exp(delta_t A) y_{t-1} + delta_t B_t u_t with A = -1, delta_t = -log|a_t|,
+    B_t = 1 / delta_t, u_t = s_t b_t, and x_t = s_t y_t (s_t = sign(a_1 ... a_t): the signs flip exactly)."""
+    delta = _mamba_steps(a)
+    signs = np.cumprod(np.sign(a), axis=1)
+    D = b.shape[2]
+    y = scan(_bdl(signs * b, device), _bdl(delta, device),
+             -torch.ones(D, 1, dtype=torch.float32, device=device),              # A (D N=1)
+             _bdl(1.0 / delta, device)[:, :, None, :],                          # B (B G=D N=1 L), variable
+             torch.ones(D, 1, dtype=torch.float32, device=device),               # C (D N=1)
+             D=None, z=None, delta_bias=None, delta_softplus=False)
+    return signs * np.swapaxes(y.double().cpu().numpy(), 1, 2)
+
+
+def _mamba_complex(scan, a: np.ndarray, b: np.ndarray, device: str) -> np.ndarray:
+    """A constant complex a: delta = -log|a|, A = log(a) / delta (so Re A = -1), u = 1, B_t = b_t / delta as
+    (real, imaginary) pairs along L; each lane twice, read out by C = 1/2 and C = -i/2, so that its 2 Re(C x)
+    gives Re x and Im x."""
+    batch, L, D = b.shape
+    delta = np.tile(_mamba_steps(a[0, 0]), 2)                                # (2D,): a is the same at every t
+    A = np.log(np.tile(a[0, 0], 2).astype(np.complex128)) / delta            # (2D,)
+    v = np.swapaxes(np.concatenate([b, b], axis=2), 1, 2) / delta[:, None]   # (B 2D L) complex
+    pairs = np.stack([v.real, v.imag], axis=-1).reshape(batch, 2 * D, 1, 2 * L)
+    y = scan(torch.ones(batch, 2 * D, L, dtype=torch.float32, device=device),                          # u
+             torch.as_tensor(delta).to(device=device, dtype=torch.float32)[None, :, None].expand(batch, 2 * D, L)
+             .contiguous(),                                                                             # delta
+             torch.as_tensor(A[:, None]).to(device=device, dtype=torch.complex64),                     # A (2D N=1)
+             torch.as_tensor(pairs).to(device=device, dtype=torch.float32),   # B (B G=2D N=1 (L two)), variable
+             torch.tensor([0.5] * D + [-0.5j] * D, dtype=torch.complex64, device=device)[:, None],     # C (2D N=1)
+             D=None, z=None, delta_bias=None, delta_softplus=False)
+    y = np.swapaxes(y.double().cpu().numpy(), 1, 2)                            # (B L 2D)
+    return y[..., :D] + 1j * y[..., D:]

@@ -12,6 +12,9 @@ that reproduces it.
             "peers": conform.peers_table(), "findings": [{"target", "model", "command", "verdict", "failing",
             "deviations"}, ...], "lengths": [...], "seed": S, "quick_omitted": [[target, why], ...]}
 
+mamba-ssm runs only where it is installed (it needs CUDA to build; `linrnn gpucheck` checks it on a GPU machine), so
+elsewhere its two targets are listed as not run here, with that reason.
+
 `quick` leaves out `linrnn-jax` (JAX compiles each shape and config of the battery, about 10 s per kind and
 dtype on a 2-core CPU) and `accelerated-scan` (Triton's interpreter runs its kernels, about 90 s).
 """
@@ -28,7 +31,7 @@ TEMPLATE = "conformance.html.j2"
 SEED = 0
 PEER_RUNS = (("lru-pytorch", "lru"), ("s5-pytorch", "s5"), ("s5-pytorch", "lru"), ("lrnnx", "lru"), ("lrnnx", "s5"),
              ("accelerated-scan", "scan"), ("accelerated-scan-ref", "scan"), ("torch-associative-scan", "scan"),
-             ("recurrentgemma", "scan"))
+             ("recurrentgemma", "scan"), ("mamba-ssm-ref", "scan"), ("mamba-ssm", "scan"))
 OWN_TARGETS = ("linrnn-torch", "linrnn-jax")
 OWN_SCANS = ("linrnn-torch-scan", "linrnn-jax-scan")
 QUICK_OMITTED = {"linrnn-jax": "JAX compiles each shape and config of the battery (about 10 s per kind and dtype "

@@ -450,3 +450,15 @@ def test_the_peers_are_listed_with_package_and_lineage(cli):
     for name, info in conform.PEERS.items():
         line = next(x for x in out.splitlines() if x.startswith(name + " "))
         assert (f"{info.distribution} " in line) or "not runnable here" in line, line
+
+
+def test_mamba_ssm_where_it_is_absent_is_one_line_saying_why(cli):
+    """mamba-ssm compiles CUDA when installed: where it is absent, naming either of its targets says so in one line,
+    and where it is checked instead (`linrnn gpucheck`; its stand-in tests are in tests/experiments/test_gpucheck.py)."""
+    pytest.importorskip("torch")
+    if "mamba_ssm is not installed" not in (conform.unavailable("mamba-ssm-ref") or ""):
+        pytest.skip("mamba_ssm is installed here")
+    for name in ("mamba-ssm-ref", "mamba-ssm"):
+        assert cli.error_line("conform", name, "--model", "scan") == (
+            f"linrnn conform: error: {name}: mamba_ssm is not installed (it needs CUDA to build); it runs where "
+            "mamba-ssm is installed (a machine with CUDA), and `linrnn gpucheck` checks it there (docs/gpu.md)")

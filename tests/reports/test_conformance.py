@@ -25,7 +25,8 @@ FINDINGS = {("lru-pytorch", "lru"): ("D is applied as a dense matrix, not elemen
                               "the bilinear transform with the sign of Delta flipped"),
             ("accelerated-scan-ref", "scan"): (),
             ("torch-associative-scan", "scan"): (),
-            ("recurrentgemma", "scan"): ("computes in float32 only",)}
+            ("recurrentgemma", "scan"): ("computes in float32 only",),
+            ("mamba-ssm-ref", "scan"): (), ("mamba-ssm", "scan"): ()}     # where installed (a GPU machine)
 OWN_SCANS = {("linrnn-torch-scan", "scan"), ("linrnn-jax-scan", "scan")}
 
 
