@@ -1,7 +1,7 @@
 """`linrnn gpucheck [--out DIR]`: everything this project wants from a lent GPU, in one budgeted command.
 
 A GPU is lent rarely and briefly (docs/gpu.md: one H200, 15 minutes including start-up), so this is
-one command that cannot stop early: five steps, in this order, each timed, each guarded (a step that
+one command that cannot stop early: six steps, in this order, each timed, each guarded (a step that
 raises records its error and the next one runs), each saved as it finishes:
 
     environment  the GPU, its memory, driver, CUDA, torch / jax / triton / peer versions, JAX's devices
@@ -9,6 +9,8 @@ raises records its error and the next one runs), each saved as it finishes:
                  float32 and float64, at the matrix's shapes: pass/fail counts, worst error / tolerance
     kernels      `triton_scan.scan` against `torch.scan.chunked` (outputs and gradients) and
                  `pallas_scan.scan` against `jax.scan.sequential`, both references in float64
+    mamba        mamba-ssm's `selective_scan_ref` and fused CUDA `selective_scan_fn` as `linrnn conform` scan
+                 targets (the scan contract's battery, float32); "skipped: ..." where mamba-ssm is not installed
     bandwidth    a device-to-device copy (GB/s, bytes read + written) and each scan's effective bandwidth,
                  2 x (B L n 2) x 4 bytes / time, as a fraction of the copy's (the H200 goal: >= 0.5)
     sweep        `linrnn.experiments.speed.sweep(device=...)` with whatever budget is left
@@ -17,7 +19,8 @@ The plain device code runs first and the new kernels after it, so that a kernel 
 context cannot cost the crosscheck. Budget: one deadline, `--budget-s` (default 420 s of the 8 minutes
 the device script allows) after the start, checked between steps and between the parts of a step; a
 step also stops at its share of the budget (`SHARES`), so the sweep is left time. What the deadline
-stops is recorded as "not run: budget" (a step) or in the step's `not_run` list (its parts).
+stops is recorded as "not run: budget" (a step) or in the step's `not_run` list (its parts). A step whose
+package is absent reads "skipped: <why>" or "not available: <why>" (neither is a failure).
 
 Output: DIR/gpucheck.json in the report's results format (`linrnn.reports.results`: schema_version,
 section "gpucheck", meta with the machine and code version, data), rewritten atomically (temp file,
@@ -27,7 +30,7 @@ DIR` renders it; docs/gpu.md lists the fields.
 
 `--device cpu` is the test path (tiny sizes, Triton under TRITON_INTERPRET=1, Pallas with
 interpret=True): it runs every line of this module except the CUDA calls themselves. The kernel and
-bandwidth steps live in `gpukernels.py`.
+bandwidth steps, and mamba-ssm's, live in `gpukernels.py`.
 """
 
 from __future__ import annotations
@@ -46,27 +49,29 @@ from pathlib import Path
 from linrnn.impls import crosscheck
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.provenance import code_version, library_versions, machine
-from linrnn.experiments.gpukernels import (GOAL_FRACTION, KERNEL_MODULES, bandwidth_step, error_line, kernel,  # noqa: F401
-                                           kernels_step)
+from linrnn.experiments.gpukernels import (GOAL_FRACTION, KERNEL_MODULES, MAMBA_PATHS, bandwidth_step,  # noqa: F401
+                                           error_line, kernel, kernels_step, mamba_step)
 
-STEPS = ("environment", "crosscheck", "kernels", "bandwidth", "sweep")
-SHARES = {"crosscheck": 0.35, "kernels": 0.15, "bandwidth": 0.10}   # of the budget; the sweep gets the rest
+STEPS = ("environment", "crosscheck", "kernels", "mamba", "bandwidth", "sweep")
+SHARES = {"crosscheck": 0.35, "kernels": 0.15, "mamba": 0.05, "bandwidth": 0.10}   # of the budget; the sweep: the rest
 SCHEMA_VERSION = 1            # linrnn.reports.results.RESULTS_SCHEMA_VERSION (a test checks they agree)
 SAVE_EVERY_S = 10.0           # inside a step, the JSON is rewritten at most this often
 RESERVE_S = 5.0               # kept back from the sweep's budget for the last write
 CALL_BUDGET_S = {"full": 2.0, "quick": 1.0, "tiny": None}   # the sweep skips the longer L of a call slower than this
 DEFAULT_OUT = "linrnn-gpucheck"
-PEERS = ("s5-pytorch", "LRU-pytorch")
+PEERS = ("s5-pytorch", "LRU-pytorch", "mamba-ssm")
 
 # Sizes per profile: "full" (cuda), "quick" (cuda --quick), "tiny" (--device cpu, the test path).
 # kernel_shapes: (B, L, n): L = 1, an odd L, a long L, and L past 2^16 (the grid's limits).
 # bandwidth: (B, L, n) of the timed scans, v and the states 1 GiB each in float32 at "full": few lanes and
 # a long L (a layer's scan: B N lanes), and many lanes with a short L (parallel over lanes alone, as
-# Pallas is); copy_mib: the copied buffer (several times the H200's 60 MB L2).
+# Pallas is); copy_mib: the copied buffer (several times the H200's 60 MB L2); mamba: the scan battery's lengths and
+# its long check (L at radius near 1).
 PROFILES = {
     "full": {"crosscheck_shapes": crosscheck.DEFAULT_SHAPES, "crosscheck_kinds": crosscheck.KINDS,
              "crosscheck_modes": crosscheck.MODES, "crosscheck_dtypes": ("float32", "float64"),
              "kernel_shapes": ((2, 1, 8), (2, 333, 16), (4, 4096, 64), (2, 65537, 32)),
+             "mamba": {"lengths": (1, 7, 16), "long": 4096},
              "bandwidth": ((16, 65536, 128), (256, 4096, 128)), "copy_mib": 4096, "repeats": 10,
              "sweep": {"lengths": (1024, 4096, 16384, 65536, 262144)}},
     "quick": {"crosscheck_shapes": (crosscheck.Shape(2, 1, 3, 4, False, False),
@@ -74,11 +79,13 @@ PROFILES = {
               "crosscheck_kinds": crosscheck.KINDS, "crosscheck_modes": crosscheck.MODES,
               "crosscheck_dtypes": ("float32", "float64"),
               "kernel_shapes": ((2, 1, 8), (2, 333, 16), (2, 65537, 32)),
+              "mamba": {"lengths": (1, 7, 16), "long": 4096},
               "bandwidth": ((8, 16384, 128), (128, 1024, 128)), "copy_mib": 1024, "repeats": 5,
               "sweep": {"lengths": (1024, 16384)}},
     "tiny": {"crosscheck_shapes": (crosscheck.Shape(1, 5, 2, 2, False, True),), "crosscheck_kinds": ("lru",),
              "crosscheck_modes": ("scan",), "crosscheck_dtypes": ("float32",),
-             "kernel_shapes": ((2, 7, 4),), "bandwidth": ((1, 16, 2),), "copy_mib": 4, "repeats": 1,
+             "kernel_shapes": ((2, 7, 4),), "mamba": {"lengths": (1, 7), "long": 64},
+             "bandwidth": ((1, 16, 2),), "copy_mib": 4, "repeats": 1,
              "sweep": {"lengths": (16,), "batch": 1, "width": 4, "state": 4, "heads": 2, "frameworks": ("torch",),
                        "mixers": ("lru",), "peers": False, "memory": False}},
 }
@@ -294,7 +301,7 @@ def crosscheck_summary(entries: list[dict]) -> dict:
             "failures": failed[:50]}
 
 
-# -- (e) the speed and memory sweep ----------------------------------------------------------------
+# -- (f) the speed and memory sweep ----------------------------------------------------------------
 
 def sweep_step(run: Run, result: dict) -> dict:
     """`speed.sweep` once per framework, each given an equal share of the time left (what one leaves
@@ -355,7 +362,7 @@ def sweep_table(rows: list[dict]) -> dict:
 # -- the command -------------------------------------------------------------------------------------
 
 STEP_FUNCTIONS = {"environment": environment, "crosscheck": crosscheck_step, "kernels": kernels_step,
-                  "bandwidth": bandwidth_step, "sweep": sweep_step}
+                  "mamba": mamba_step, "bandwidth": bandwidth_step, "sweep": sweep_step}
 
 
 def check(device: str = "cuda", quick: bool = False, budget_s: float = 420.0, out=None) -> dict:
@@ -398,6 +405,9 @@ def summary_lines(data: dict) -> list[str]:
         elif name == "kernels":
             extra = "".join(f"; {k}: " + (f"{sum(x['ok'] for x in r[k]['rows'])}/{len(r[k]['rows'])} shapes ok"
                                           if r[k]["rows"] else r[k]["status"]) for k in ("triton", "pallas") if k in r)
+        elif name == "mamba":
+            extra = "".join(f"; {k}: " + (f"{r[k]['passed']} pass, {r[k]['failed']} fail, {r[k]['not_applicable']} n/a"
+                                          if "passed" in r[k] else r[k]["status"]) for k in MAMBA_PATHS if k in r)
         elif name == "bandwidth" and "copy" in r:
             extra = f": copy {r['copy']['gb_per_s']:.0f} GB/s" + "".join(
                 f"; {k} {s['fraction_of_copy']:.2f} of it at B{x['B']} L{x['L']} n{x['n']}"
@@ -414,12 +424,15 @@ def failed(data: dict) -> bool:
     cc = steps["crosscheck"]["result"]
     kernel_rows = [row for k in ("triton", "pallas") for row in steps["kernels"]["result"].get(k, {}).get("rows", [])]
     scans = [s for x in steps["bandwidth"]["result"].get("shapes", []) for s in x["scans"].values()]
-    return (any(s["status"].startswith("failed") for s in [*steps.values(), *scans])
-            or cc.get("failed", 0) > 0 or bool(cc.get("errors")) or not all(row["ok"] for row in kernel_rows))
+    mamba = [p for k, p in steps["mamba"]["result"].items() if k in MAMBA_PATHS]
+    return (any(s["status"].startswith("failed") for s in [*steps.values(), *scans, *mamba])
+            or cc.get("failed", 0) > 0 or bool(cc.get("errors")) or not all(row["ok"] for row in kernel_rows)
+            or any(p.get("failed", 0) > 0 for p in mamba))
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("gpucheck", help="on a GPU: crosscheck, kernels, bandwidth and speed sweep, as JSON")
+    p = subparsers.add_parser("gpucheck", help="on a GPU: crosscheck, kernels, mamba-ssm, bandwidth and speed sweep, "
+                                               "as JSON")
     p.add_argument("--out", default=DEFAULT_OUT,
                    help=f"where gpucheck.json goes (default ./{DEFAULT_OUT}); render: linrnn report --from DIR")
     p.add_argument("--budget-s", type=float, default=420.0, help="deadline in seconds from the start (default 420)")

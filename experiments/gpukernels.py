@@ -1,7 +1,10 @@
-"""The kernel steps of `linrnn gpucheck` (experiments/gpucheck.py): (c) kernels, (d) bandwidth.
+"""The kernel steps of `linrnn gpucheck` (experiments/gpucheck.py): (c) kernels, (d) mamba, (e) bandwidth.
 
     kernels    `triton_scan.scan` against `torch.scan.chunked` (outputs and gradients) and
                `pallas_scan.scan` against `jax.scan.sequential`, both references in float64
+    mamba      mamba-ssm's reference path `selective_scan_ref` and its fused CUDA kernel `selective_scan_fn`
+               through the scan contract's battery of `linrnn conform` (float32, against the float64 reference
+               scan), where mamba-ssm is installed; otherwise "skipped: mamba_ssm is not installed (...)"
     bandwidth  a device-to-device copy (GB/s, bytes read + written) and each scan's effective bandwidth,
                2 x (B L n 2) x 4 bytes / time, as a fraction of the copy's (the H200 goal: >= 0.5)
 
@@ -160,7 +163,71 @@ def kernels_step(run: Run, result: dict) -> dict:
     return result
 
 
-# -- (d) copy bandwidth and the scans' effective bandwidth --------------------------------------------
+# -- (d) mamba-ssm's selective scan against the scan contract --------------------------------------------
+
+MAMBA_PATHS = {"selective_scan_ref": "mamba-ssm-ref", "selective_scan_fn": "mamba-ssm"}   # function -> conform target
+
+
+def mamba_step(run: Run, result: dict) -> dict:
+    """mamba-ssm's reference path and fused kernel, each as its `linrnn conform` built-in target (the adapter of
+    `conform_peers`, on the run's device) through the scan contract's battery in float32: every check's error
+    against the float64 reference scan and the `forward` rows of the tolerance table."""
+    from importlib import metadata
+
+    from linrnn.impls import conform
+    from linrnn.impls.torch import conform_peers as peers
+
+    why = peers.mamba_missing()
+    if why:
+        return {"status": f"skipped: {why}" if why == peers.MAMBA_ABSENT else f"not available: {why}"}
+    sizes = run.sizes["mamba"]
+    try:
+        version = metadata.version("mamba-ssm")
+    except metadata.PackageNotFoundError:
+        version = "unknown (no metadata)"
+    result.update(version=version, device=run.device, dtype="float32", lengths=list(sizes["lengths"]),
+                  long_length=sizes["long"], not_run=[])
+    for function, name in MAMBA_PATHS.items():
+        if run.left() <= 0:
+            result["not_run"].append(function)
+            continue
+        run.progress(function)
+        why = peers.mamba_missing(name, run.device)
+        if why:
+            result[function] = {"status": f"not available: {why}", "target": name, "checks": []}
+            continue
+        try:
+            target = on_device(getattr(peers, conform.BUILTINS[name][1]), run.device)
+            res = conform.run(target, "scan", ("float32",), sizes["lengths"], long_length=sizes["long"])
+        except Exception as err:         # a target that raises is a result; the other path still runs
+            result[function] = {"status": f"failed: {error_line(err)}", "target": name, "checks": []}
+            continue
+        result[function] = mamba_summary(name, res)
+    if result["not_run"]:
+        result["status"] = "partial: budget"
+    return result
+
+
+def on_device(build, device: str):
+    """The built-in target `build(bundle, config, dtype, device)` as a conform target on `device`, named as it is."""
+    def target(bundle, config, dtype="float32"):
+        return build(bundle, config, dtype, device=device)
+    target.__module__, target.__qualname__ = build.__module__, build.__qualname__
+    return target
+
+
+def mamba_summary(name: str, res) -> dict:
+    """A conform result as gpucheck's JSON: counts, the worst error / tolerance, the deviations and every check."""
+    checks = [{"name": c.name, "status": c.status, "rel": c.rel, "rtol": c.rtol, "detail": c.detail,
+               "diagnoses": [d.words for d in c.diagnoses]} for c in res.checks]
+    ratios = [c.rel / c.rtol for c in res.checks if c.rel is not None]
+    count = {s: sum(c.status == s for c in res.checks) for s in ("pass", "fail", "n/a")}
+    return {"status": "done", "target": name, "passed": count["pass"], "failed": count["fail"],
+            "not_applicable": count["n/a"], "worst_ratio": max(ratios) if ratios else None, "ok": res.ok,
+            "deviations": [d.words for d in res.diagnoses()], "checks": checks}
+
+
+# -- (e) copy bandwidth and the scans' effective bandwidth --------------------------------------------
 
 def torch_sync(device: str):
     import torch

@@ -4,8 +4,8 @@
                    [--json FILE]
 
 TARGET is `module:function` (importable from PYTHONPATH or the working directory) or a built-in name
-(`BUILTINS`: the peers `lru-pytorch` and `s5-pytorch`, and `linrnn-torch` / `linrnn-jax`, the project's
-own layers). The protocol (docs/conform.md):
+(`BUILTINS`: the published peers, `lru-pytorch`, `s5-pytorch`, `lrnnx`, the scans, `mamba-ssm` where it is
+installed, and `linrnn-torch` / `linrnn-jax`, the project's own layers). The protocol (docs/conform.md):
 
     function(bundle, config[, dtype=...]) -> call
         bundle  {key: float64 array}: a layer bundle's keys (docs/models.md), no prefixes
@@ -44,6 +44,8 @@ import argparse
 import dataclasses
 import importlib
 import inspect
+import importlib.metadata
+import itertools
 import json
 import os
 import sys
@@ -52,8 +54,10 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from linrnn.impls import conform_scan as scan
+from linrnn.impls import conform_spectrum as spectrum
 from linrnn.impls.bundle import mixer_shapes
-from linrnn.impls.config import KINDS, MixerConfig, config_to_dict, mixer_config
+from linrnn.impls.config import KINDS, MIXER_CONFIGS, MixerConfig, config_to_dict, mixer_config
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
@@ -64,17 +68,77 @@ from linrnn.impls.tolerance import compare, tolerance
 BUILTINS: dict[str, tuple[str, str]] = {
     "lru-pytorch": ("linrnn.impls.torch.conform_adapters", "lru_pytorch"),
     "s5-pytorch": ("linrnn.impls.torch.conform_adapters", "s5_pytorch"),
+    "lrnnx": ("linrnn.impls.torch.conform_peers", "lrnnx"),
+    "accelerated-scan": ("linrnn.impls.torch.conform_peers", "accelerated_scan"),
+    "accelerated-scan-ref": ("linrnn.impls.torch.conform_peers", "accelerated_scan_ref"),
+    "torch-associative-scan": ("linrnn.impls.torch.conform_peers", "torch_associative_scan"),
+    "recurrentgemma": ("linrnn.impls.jax.conform_adapters", "recurrentgemma"),
+    "mamba-ssm-ref": ("linrnn.impls.torch.conform_peers", "mamba_ssm_ref"),
+    "mamba-ssm": ("linrnn.impls.torch.conform_peers", "mamba_ssm"),
     "linrnn-torch": ("linrnn.impls.torch.conform_adapters", "linrnn_torch"),
     "linrnn-jax": ("linrnn.impls.jax.conform_adapters", "linrnn_jax"),
+    "linrnn-torch-scan": ("linrnn.impls.torch.conform_peers", "linrnn_torch_scan"),
+    "linrnn-jax-scan": ("linrnn.impls.jax.conform_adapters", "linrnn_jax_scan"),
 }
-PEERS = ("lru-pytorch", "s5-pytorch")
+
+
+@dataclass(frozen=True)
+class PeerInfo:
+    distribution: str           # the package on PyPI (the `[peers]` extra), or "" for the project's own
+    module: str                 # its import name
+    models: tuple[str, ...]     # the contracts its adapter implements
+    what: str                   # what is checked
+    lineage: str                # where its code came from, and which other built-in targets share it
+
+
+# The published implementations (docs/conform.md, "Built-in targets"). Two targets whose code shares an origin
+# are not two independent checks: `lineage` says so.
+PEERS: dict[str, PeerInfo] = {
+    "lru-pytorch": PeerInfo("LRU-pytorch", "LRU_pytorch", ("lru",), "its `LRU`",
+                            "written from the LRU paper's pseudo-code; shares no code with the other targets"),
+    "s5-pytorch": PeerInfo("s5-pytorch", "s5", ("s5", "lru"), "its `S5`",
+                           "a port of the authors' JAX S5 (lindermanlab/S5, via kavorite/S5); its initialisation "
+                           "from annotated-s4"),
+    "lrnnx": PeerInfo("lrnnx", "lrnnx", ("lru", "s5"), "`lrnnx.models.lti` `LRU`, `S5`",
+                      "its own LTI layers over one FFT convolution (`opt_ssm_forward`) and one table of "
+                      "discretisations (`lrnnx.core.discretization`) shared by its LRU and S5; its S4/S4D "
+                      "kernels are taken from state-spaces/s4"),
+    "accelerated-scan": PeerInfo("accelerated-scan", "accelerated_scan", ("scan",),
+                                 "`accelerated_scan.scalar.scan` (real) and `.complex.scan` (Triton, forward "
+                                 "only; TRITON_INTERPRET=1 on the CPU)",
+                                 "one package with accelerated-scan-ref, which is written to check these kernels"),
+    "accelerated-scan-ref": PeerInfo("accelerated-scan", "accelerated_scan", ("scan",),
+                                     "`accelerated_scan.ref.scan`, its torch tree scan (forward and reverse)",
+                                     "the reference of accelerated-scan's kernels, same package: a different "
+                                     "algorithm (Blelloch's tree), the same author"),
+    "torch-associative-scan": PeerInfo("torch", "torch", ("scan",),
+                                       "`torch._higher_order_ops.associative_scan` (combine_mode 'generic' on the "
+                                       "CPU)", "PyTorch's own; shares no code with the other targets"),
+    "recurrentgemma": PeerInfo("recurrentgemma", "recurrentgemma", ("scan",),
+                               "`recurrentgemma.jax.scan.linear_scan` (JAX, its native linear scan on the CPU)",
+                               "Google DeepMind's Griffin code; its PyTorch `rnn_scan` is a port of this one (not "
+                               "a target: importing it imports the JAX side too)"),
+    "mamba-ssm-ref": PeerInfo("mamba-ssm", "mamba_ssm", ("scan",),
+                              "`mamba_ssm.ops.selective_scan_interface.selective_scan_ref` (PyTorch, one position at "
+                              "a time; float32 only)",
+                              "the reference mamba-ssm tests its fused kernel against: one package with mamba-ssm, "
+                              "same authors (Tri Dao, Albert Gu), another algorithm; lrnnx's "
+                              "`lrnnx.ops.selective_scan` (not a target) is modified from this file"),
+    "mamba-ssm": PeerInfo("mamba-ssm", "mamba_ssm", ("scan",),
+                          "`selective_scan_fn`, mamba-ssm's fused CUDA kernel (float32 only, on a CUDA device)",
+                          "one package with mamba-ssm-ref, written to check this kernel"),
+}
+OWN: dict[str, tuple[str, ...]] = {"linrnn-torch": KINDS, "linrnn-jax": KINDS, "linrnn-torch-scan": ("scan",),
+                                   "linrnn-jax-scan": ("scan",)}
 # The gradient probes: framework -> module with `input_gradient(call, u, w) -> (gradient or None, how or why
 # not)`, raising what the call raises on that framework's arrays. A framework is tried only when the target
 # has imported it already.
 GRADIENT_PROBES = {"torch": "linrnn.impls.torch.conform_adapters", "jax": "linrnn.impls.jax.conform_adapters"}
 
+MODELS = KINDS + ("scan",)      # the contracts: each mixer kind, and the scan x_t = a_t x_{t-1} + b_t
 DTYPES = ("float64", "float32")
 DEFAULT_LENGTHS = (1, 7, 16)
+LONG_LENGTH = 4096             # the long check: radius near 1, where float32 routes drift
 H, N, HEADS = 3, 4, 2          # the battery's layer: H != N, so that a transposed matrix cannot pass
 BATCH = H                      # rows of every input (the impulses need H): one shape per length, so that a
                                # compiling target (JAX) compiles once per length
@@ -97,6 +161,18 @@ COMPLEX_READOUTS: dict[str, tuple[str, tuple[tuple[str, str], ...], int]] = {
     "s5": ("C", _C_PAIRS, 2),
 }
 LAG0_DOMINANCE = 10.0   # the lag-0 error names the skip D when it is this many times the error at lags >= 1
+
+# The discrete choices of each contract (docs/models.md): the battery checks every combination (and each in its
+# bidirectional form) that `--set` does not pin; the first value of each is the base configuration's.
+VARIANTS: dict[str, dict[str, tuple]] = {
+    "rotrnn": {"heads": (HEADS, 1, 4), "m_init": ("normal", "near_identity")},
+    "lru": {},
+    "dlr": {"max_kernel_length": (None, 5)},         # the kernel as long as the input, or truncated (L_k = 5 < L)
+    "s4d": {"init": ("lin", "inv")},
+    "s5": {"discretization": ("zoh", "bilinear"), "clip_eigs": (False, True), "blocks": (1, 2)},
+}
+SIZES = ("d_model", "d_state")   # the battery's own sizes: `--set` cannot change them
+CLIPPED_RE = 0.05                # Re(Lambda) of every other S5 mode under clip_eigs, so that the clip acts
 
 
 # -- results ------------------------------------------------------------------------------------
@@ -133,6 +209,8 @@ class Result:
     lengths: tuple[int, ...]
     seed: int
     checks: list[Check]
+    pins: dict = field(default_factory=dict)     # the fields `--set` pins
+    long_length: int = LONG_LENGTH
 
     @property
     def ok(self) -> bool:
@@ -148,7 +226,8 @@ class Result:
 
     def to_dict(self) -> dict:
         return {"target": self.target, "model": self.model, "dtypes": list(self.dtypes),
-                "lengths": list(self.lengths), "seed": self.seed, "conforms": self.ok,
+                "lengths": list(self.lengths), "seed": self.seed, "sets": dict(self.pins),
+                "long_length": self.long_length, "conforms": self.ok,
                 "checks": [dataclasses.asdict(c) for c in self.checks],
                 "diagnoses": [dataclasses.asdict(d) for d in self.diagnoses()]}
 
@@ -304,17 +383,19 @@ def float32_level(dtype: str, rel: float, length: int, radius: float, kind: str 
 # -- the battery --------------------------------------------------------------------------------
 
 class Battery:
-    """Every check of one target at one model kind and dtype."""
+    """Every check of one target at one model kind and dtype; `pins` are the config fields `--set` fixes."""
 
-    def __init__(self, name: str, build: Callable, kind: str, dtype: str, lengths: tuple[int, ...], seed: int):
+    def __init__(self, name: str, build: Callable, kind: str, dtype: str, lengths: tuple[int, ...], seed: int,
+                 pins: Mapping[str, Any] | None = None, long_length: int = LONG_LENGTH):
         self.name, self.build, self.kind, self.dtype = name, build, kind, dtype
-        self.lengths, self.seed = lengths, seed
+        self.lengths, self.seed, self.pins, self.long_length = lengths, seed, dict(pins or {}), long_length
         self.rng = np.random.default_rng(seed)
-        self.cfg = make_config(kind)
-        self.params = dict(init(self.cfg, seed).params)
+        self.cfg = make_config(kind, **self.pins)
+        self.params = bundle_for(self.cfg, seed)
         self.radius = spectral_radius(self.cfg, self.params)
         self.layer = Layer(name, build, self.cfg, self.params, dtype)
         self.failed_outputs: set[int] = set()    # lengths at which the random-input check failed
+        self.probed: dict[MixerConfig, list[Diagnosis]] = {}    # the discretisation probes, once per config
 
     def tol(self, length: int, radius: float | None = None, kind: str = "forward") -> float:
         return tolerance(kind, self.dtype, length, self.radius if radius is None else radius).rtol
@@ -332,8 +413,47 @@ class Battery:
         checks = [self.impulse(L)]
         checks += [self.random(length) for length in self.lengths]
         checks += [self.radii(label, L) for label in ("near 1", "small")]
+        if self.long_length:
+            checks.append(self.radii("near 1", self.long_length, f"long L={self.long_length}"))
         checks += [self.bidirectional(L), self.state(L), self.gradient(L)]
+        checks += [self.variant(fields, L) for fields in variants(self.kind, self.pins)[1:]
+                   if fields != {"bidirectional": True}]          # that one is the bidirectional check
         return checks
+
+    # -- the discretisation ---------------------------------------------------------------------
+
+    def respond(self, cfg: MixerConfig, params: Mapping[str, np.ndarray], u: np.ndarray) -> np.ndarray:
+        """The target built on another bundle of `cfg`, on u: the probes' question."""
+        return Layer(self.name, self.build, cfg, params, self.dtype)(u, "discretisation probe")[0]
+
+    def discretisation(self, cfg: MixerConfig) -> list[Diagnosis]:
+        """What the discretisation probes find for `cfg` (forward-only), once per config; [] for kinds without a
+        discretisation, and for a config the target does not build."""
+        cfg = dataclasses.replace(cfg, bidirectional=False) if hasattr(cfg, "bidirectional") else cfg
+        if cfg.kind not in spectrum.DISCRETISED:
+            return []
+        if cfg not in self.probed:
+            params = bundle_for(cfg, self.seed)
+            tol = self.tol(spectrum.PROBE_LENGTH, 1.0)
+            try:
+                found = spectrum.discretisation(cfg, params, self.respond, self.fit_tol(spectrum.PROBE_LENGTH, 1.0),
+                                                tol)
+                found += spectrum.cancellation(cfg, params, self.respond, self.dtype)
+            except NotImplementedError:
+                found = []
+            self.probed[cfg] = [Diagnosis(f.key, f.words) for f in found]
+        return self.probed[cfg]
+
+    def level(self, cfg: MixerConfig, rel: float, length: int, radius: float, kind: str = "forward",
+              output_dtype=None) -> list[Diagnosis]:
+        """The cause of an error at rounding level: the zero-order hold's cancellation where the probes find its
+        signature (not "float32 only", whose error level it can reach in a float64 run), else the float32 level."""
+        small = self.tol(length, radius) < rel <= self.fit_tol(length, radius)
+        cancel = [d for d in self.discretisation(cfg) if d.key == "expm1"] if small else []
+        if cancel:
+            return cancel
+        found = float32_level(self.dtype, rel, length, radius, kind, output_dtype)
+        return [found] if found else []
 
     # -- impulse responses --------------------------------------------------------------------
 
@@ -400,8 +520,10 @@ class Battery:
                                                     f"part is {c:.6g} x the imaginary part "
                                                     f"{readout(cfg.kind).replace('Re(', 'Im(')} (fit error {fit:.2e}, "
                                                     f"tolerance {tol:.2e}; against the real part {rest:.2e})"))
-        level = float32_level(self.dtype, residual, L, radius, output_dtype=output_dtype)
-        return found + ([level] if level else [])
+        probes = self.discretisation(cfg)
+        if any(d.key == "expm1" for d in probes):      # its cancellation, not float32 arithmetic, is the rounding
+            return found + probes
+        return found + probes + self.level(cfg, residual, L, radius, output_dtype=output_dtype)
 
     # -- random inputs, radii -------------------------------------------------------------------
 
@@ -412,22 +534,25 @@ class Battery:
         c = self.check(f"random L={L}", rel_error(ref, y), self.tol(L), f"B = {BATCH}, r = {self.radius:.6g}")
         if c.status == "fail":
             self.failed_outputs.add(L)
-            level = float32_level(self.dtype, c.rel, L, self.radius, output_dtype=self.layer.output_dtype)
-            c.diagnoses = [level] if level else []
+            c.diagnoses = self.level(self.cfg, c.rel, L, self.radius, output_dtype=self.layer.output_dtype)
         return c
 
-    def radii(self, label: str, L: int) -> Check:
-        """The bundle initialised again with decay radii near 1 or small: impulse responses and a random input."""
-        name = f"radius {label}"
+    def radii(self, label: str, L: int, name: str | None = None) -> Check:
+        """The bundle initialised again with decay radii near 1 or small: impulse responses and a random input
+        (the long check: near 1 at its own length)."""
+        name = name or f"radius {label}"
         fields = next((f for f in RADIUS_FIELDS if hasattr(self.cfg, f[0]) and hasattr(self.cfg, f[1])), None)
         if fields is None:
             known = ", ".join(f[0] for f in RADIUS_FIELDS)
             return Check(name, self.dtype, "n/a", detail=f"no decay fields known for a {self.kind} config "
                                                            f"(expected one of {known})")
         low_field, high_field, near_one, small = fields
+        pinned = [f for f in (low_field, high_field) if f in self.pins]
+        if pinned:
+            return Check(name, self.dtype, "n/a", detail=f"{', '.join(pinned)} pinned by --set")
         low, high = near_one if label == "near 1" else small
-        cfg = make_config(self.kind, **{low_field: low, high_field: high})
-        params = dict(init(cfg, self.seed).params)
+        cfg = make_config(self.kind, **{**self.pins, low_field: low, high_field: high})
+        params = bundle_for(cfg, self.seed)
         radius = spectral_radius(cfg, params)
         try:
             layer = Layer(self.name, self.build, cfg, params, self.dtype)
@@ -437,14 +562,34 @@ class Battery:
                                   f"{low_field}, {high_field} = {low:g}, {high:g}: r = {radius:.6g}, L = {L}",
                                   self.rng.standard_normal((BATCH, L, H)))
 
+    def variant(self, fields: Mapping[str, Any], L: int) -> Check:
+        """One variant of the contract (`VARIANTS`): its impulse responses and a random input."""
+        name = "variant " + ", ".join(f"{k}={json.dumps(v)}" for k, v in fields.items())
+        cfg = make_config(self.kind, **{**self.pins, **fields})
+        if getattr(cfg, "bidirectional", False):
+            return self.bidirectional_check(name, cfg, L)
+        params = bundle_for(cfg, self.seed)
+        radius = spectral_radius(cfg, params)
+        try:
+            layer = Layer(self.name, self.build, cfg, params, self.dtype)
+        except NotImplementedError as err:
+            return Check(name, self.dtype, "n/a", detail=f"not supported by the target: {err}")
+        return self.impulse_check(name, cfg, params, radius, layer, L, f"{_describe(cfg)}, r = {radius:.6g}, L = {L}",
+                                  self.rng.standard_normal((BATCH, L, H)))
+
     # -- bidirectional --------------------------------------------------------------------------
 
     def bidirectional(self, L: int) -> Check:
         name = "bidirectional"
         if not hasattr(self.cfg, "bidirectional"):
             return Check(name, self.dtype, "n/a", detail=f"a {self.kind} layer has no bidirectional form")
-        cfg = make_config(self.kind, bidirectional=True)
-        params = dict(init(cfg, self.seed).params)
+        if "bidirectional" in self.pins:
+            return Check(name, self.dtype, "n/a", detail="bidirectional pinned by --set")
+        return self.bidirectional_check(name, make_config(self.kind, **{**self.pins, "bidirectional": True}), L)
+
+    def bidirectional_check(self, name: str, cfg: MixerConfig, L: int) -> Check:
+        """A random input through the bidirectional layer of `cfg`; a failure explained by its backward part."""
+        params = bundle_for(cfg, self.seed)
         try:
             layer = Layer(self.name, self.build, cfg, params, self.dtype)
         except NotImplementedError as err:
@@ -453,10 +598,10 @@ class Battery:
         y, _ = layer(u, name)
         radius = spectral_radius(cfg, params)
         tol = self.tol(L, radius)
-        c = self.check(name, rel_error(reference(cfg, params, u), y), tol, f"L = {L}, r = {radius:.6g}")
+        c = self.check(name, rel_error(reference(cfg, params, u), y), tol, f"{_describe(cfg)}, L = {L}, r = {radius:.6g}")
         if c.status == "fail":
-            level = float32_level(self.dtype, c.rel, L, radius)
-            c.diagnoses = [level] if level else self.explain_backward(layer, cfg, params, L, tol) if L > 1 else []
+            level = self.level(cfg, c.rel, L, radius)
+            c.diagnoses = level or (self.explain_backward(layer, cfg, params, L, tol) if L > 1 else [])
         return c
 
     def explain_backward(self, layer: Layer, cfg: MixerConfig, params: dict, L: int, tol: float) -> list[Diagnosis]:
@@ -502,6 +647,9 @@ class Battery:
         name = "state"
         if not self.layer.takes_state:
             return Check(name, self.dtype, "n/a", detail="the callable takes no state=")
+        if getattr(self.cfg, "bidirectional", False) or getattr(self.cfg, "max_kernel_length", None):
+            return Check(name, self.dtype, "n/a", detail="a bidirectional layer, or a truncated DLR kernel, has no "
+                                                         "state (docs/models.md)")
         if L < 2:
             return Check(name, self.dtype, "n/a", detail="needs a length >= 2 to split")
         k = L // 2
@@ -514,9 +662,9 @@ class Battery:
         c = self.check(name, rel_error(whole, split), tol,
                        f"L = {L} split {k} + {L - k}, B = {BATCH}, against the target's own single call")
         if c.status == "fail":
-            level = float32_level(self.dtype, c.rel, L, self.radius)
+            level = self.level(self.cfg, c.rel, L, self.radius)
             zero, _ = self.layer(u[:, k:], "state: second part from zero")
-            c.diagnoses = [level] if level else explain_state(whole[:, k:], second, zero, tol,
+            c.diagnoses = level or explain_state(whole[:, k:], second, zero, tol,
                                                               self.fit_tol(L, self.radius))
         return c
 
@@ -536,9 +684,9 @@ class Battery:
         c = self.check(name, rel_error(reference_gradient(self.cfg, self.params, w), grad), tol,
                        f"input gradient of <w, y> by {how}, L = {L}, against the reference's J^T w")
         if c.status == "fail":
-            level = float32_level(self.dtype, c.rel, L, self.radius, kind="gradient")
+            level = self.level(self.cfg, c.rel, L, self.radius, kind="gradient")
             if level:
-                c.diagnoses = [level]
+                c.diagnoses = level
             elif L in self.failed_outputs:
                 c.diagnoses = [Diagnosis("gradient_follows_output", f"the input gradient follows the output's "
                                                                     f"deviation (the random L={L} check fails)")]
@@ -628,9 +776,52 @@ def imaginary_readout(params: Mapping[str, np.ndarray], pairs: tuple[tuple[str, 
     return out
 
 
-def make_config(kind: str, bidirectional: bool = False, **fields) -> MixerConfig:
-    """The battery's layer of `kind` (H = 3, N = 4; RotRNN: 2 heads), with some init fields set."""
-    return mixer_config(kind, H, N, heads=HEADS, bidirectional=bidirectional, **fields)
+def make_config(kind: str, **fields) -> MixerConfig:
+    """The battery's layer of `kind` (H = 3, N = 4; RotRNN: 2 heads), with some fields set."""
+    fields = {"heads": HEADS, "bidirectional": False, **fields}
+    return mixer_config(kind, H, N, **fields)
+
+
+def bundle_for(cfg: MixerConfig, seed: int) -> dict[str, np.ndarray]:
+    """The battery's bundle of `cfg`: its initialisation, and under S5's clip_eigs every other mode with
+    Re(Lambda) = CLIPPED_RE > 0, so that the clip acts (the initialisation's Re(Lambda) = -1/2 never reaches it)."""
+    params = dict(init(cfg, seed).params)
+    if cfg.kind == "s5" and cfg.clip_eigs:
+        params["Lambda_re"] = params["Lambda_re"].copy()
+        params["Lambda_re"][::2] = CLIPPED_RE
+    return params
+
+
+def variants(kind: str, pins: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every combination of the kind's discrete choices that `pins` leaves free, each also bidirectional; the
+    first is the base configuration ({}). Each is the fields that differ from the base."""
+    choices = {field: values for field, values in VARIANTS[kind].items() if field not in pins}
+    if "bidirectional" not in pins:
+        choices["bidirectional"] = (False, True)
+    out = []
+    for values in itertools.product(*choices.values()):
+        out.append({f: v for (f, options), v in zip(choices.items(), values) if v != options[0]})
+    return out
+
+
+def parse_sets(kind: str, items) -> dict[str, Any]:
+    """`--set FIELD=VALUE` items -> {field: value}; VALUE as JSON (true, 3, 0.5, null) or else a string. A field
+    the kind's config does not have, or one of the battery's sizes, is a one-line error."""
+    fields = {f.name for f in dataclasses.fields(MIXER_CONFIGS[kind])} - set(SIZES)
+    out = {}
+    for item in items or ():
+        field, sep, text = item.partition("=")
+        if not sep or not field:
+            raise LinrnnError(f"--set: expected FIELD=VALUE, found {item!r}")
+        if field not in fields:
+            raise LinrnnError(f"--set: a {kind} config has no field {field!r} (expected one of "
+                              f"{', '.join(sorted(fields))}; the battery's sizes {', '.join(SIZES)} are fixed)")
+        try:
+            out[field] = json.loads(text)
+        except ValueError:
+            out[field] = text
+    make_config(kind, **out)                 # a bad value is the config's own one-line error
+    return out
 
 
 def check_lengths(lengths) -> tuple[int, ...]:
@@ -641,17 +832,24 @@ def check_lengths(lengths) -> tuple[int, ...]:
 
 
 def run(target: str | Callable, kind: str, dtypes: tuple[str, ...] = DTYPES, lengths=DEFAULT_LENGTHS, seed: int = 0,
-        progress: Callable[[str], None] | None = None) -> Result:
-    """Every check of `target` claiming the contract of `kind`.
+        progress: Callable[[str], None] | None = None, sets=(), long_length: int = LONG_LENGTH) -> Result:
+    """Every check of `target` claiming the contract of `kind` (a mixer kind, or "scan").
 
     target: a built-in name, `module:function`, or the build function itself (as Python code calls it)
+    sets: `FIELD=VALUE` strings (`--set`) or a {field: value} dict, pinning fields of every config checked
+    long_length: the long check's length (0 leaves it out)
     """
-    if kind not in KINDS:
-        raise LinrnnError(f"--model: expected one of {', '.join(KINDS)}, found {kind!r}")
+    if kind not in MODELS:
+        raise LinrnnError(f"--model: expected one of {', '.join(MODELS)}, found {kind!r}")
     bad = [d for d in dtypes if d not in DTYPES]
     if bad or not dtypes:
         raise LinrnnError(f"--dtype: expected {' or '.join(DTYPES)}, found {', '.join(bad) or 'none'}")
     lengths = check_lengths(lengths)
+    if isinstance(long_length, bool) or not isinstance(long_length, int) or long_length < 0:
+        raise LinrnnError(f"--long: expected a length >= 0 (0 leaves the long check out), found {long_length}")
+    if isinstance(sets, Mapping):
+        sets = [f"{k}={json.dumps(v)}" for k, v in sets.items()]
+    pins = scan.parse_sets(sets) if kind == "scan" else parse_sets(kind, sets)
     if callable(target):
         build, target = target, f"{target.__module__}:{target.__qualname__}"
     else:
@@ -661,10 +859,14 @@ def run(target: str | Callable, kind: str, dtypes: tuple[str, ...] = DTYPES, len
         if progress:
             progress(f"{target} {kind} {dtype}")
         try:
-            checks += Battery(target, build, kind, dtype, lengths, seed).run()
+            if kind == "scan":
+                battery = scan.Battery(target, build, dtype, lengths, seed, pins, long_length, sys.modules[__name__])
+            else:
+                battery = Battery(target, build, kind, dtype, lengths, seed, pins, long_length)
+            checks += battery.run()
         except NotImplementedError as err:
             checks.append(Check("build", dtype, "n/a", detail=f"not supported by the target: {err}"))
-    return Result(target, kind, tuple(dtypes), lengths, seed, checks)
+    return Result(target, kind, tuple(dtypes), lengths, seed, checks, pins, long_length)
 
 
 def unavailable(name: str) -> str | None:
@@ -677,26 +879,67 @@ def unavailable(name: str) -> str | None:
     return module.missing_reason(name) if name in PEERS else None
 
 
+def installed_version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def peers_table() -> list[dict[str, Any]]:
+    """Every built-in target: name, contracts, package and version (or why it cannot run here), lineage."""
+    rows = []
+    for name in BUILTINS:
+        info = PEERS.get(name)
+        why = unavailable(name)
+        if info:
+            version = installed_version(info.distribution)
+            rows.append({"target": name, "group": "peer", "models": list(info.models), "what": info.what,
+                         "package": info.distribution, "version": version, "missing": why, "lineage": info.lineage})
+        else:
+            rows.append({"target": name, "group": "own", "models": list(OWN[name]), "what": "this project's",
+                         "package": "linrnn", "version": installed_version("linrnn"), "missing": why,
+                         "lineage": "this project's code"})
+    return rows
+
+
+def format_peers(rows: list[dict[str, Any]]) -> str:
+    lines = []
+    for r in rows:
+        state = f"{r['package']} {r['version']}" if not r["missing"] else f"not runnable here: {r['missing']}"
+        lines.append(f"{r['target']:<24} --model {'|'.join(r['models'])}: {r['what']}; {state}")
+        lines.append(f"{'':<24} lineage: {r['lineage']}")
+    return "\n".join(lines)
+
+
 # -- the command line ---------------------------------------------------------------------------
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("conform", help="check an implementation written elsewhere against the reference "
                                               "and name every deviation (exit 1 if it deviates)")
-    p.add_argument("target", help=f"module:function (on PYTHONPATH or in the working directory), or one of "
-                                  f"{', '.join(BUILTINS)}")
-    p.add_argument("--model", required=True, choices=KINDS, help="the contract the target claims to implement")
+    p.add_argument("target", nargs="?", help=f"module:function (on PYTHONPATH or in the working directory), or one "
+                                             f"of {', '.join(BUILTINS)}")
+    p.add_argument("--model", choices=MODELS, help="the contract the target claims to implement")
     p.add_argument("--dtype", default=None, choices=DTYPES, help="check this dtype only (default: both)")
     p.add_argument("--lengths", type=int, nargs="+", default=list(DEFAULT_LENGTHS),
                    help=f"input lengths of the random inputs (default {' '.join(map(str, DEFAULT_LENGTHS))}); "
-                        f"the longest is also the impulse, radius, bidirectional, state and gradient length")
+                        f"the longest is also the impulse, radius, bidirectional, state, gradient and variant length")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="FIELD=VALUE",
+                   help="pin a config field in every check (repeatable), for a target that implements only some "
+                        "variants, e.g. --set discretization=zoh")
+    p.add_argument("--long", type=int, default=LONG_LENGTH,
+                   help=f"length of the long check at radius near 1 (default {LONG_LENGTH}; 0 leaves it out)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bundles and inputs (default 0)")
     p.add_argument("--json", default=None, help="write every check to this JSON file")
+    p.add_argument("--peers", action="store_true", help="list the built-in targets (package, installed version or "
+                                                        "why missing, lineage) and exit")
     p.set_defaults(func=_main)
 
 
 def format_result(result: Result) -> str:
-    lines = [f"linrnn conform {result.target} --model {result.model}: seed {result.seed}, "
-             f"lengths {' '.join(map(str, result.lengths))}"]
+    pinned = "".join(f" --set {k}={json.dumps(v)}" for k, v in result.pins.items())
+    lines = [f"linrnn conform {result.target} --model {result.model}{pinned}: seed {result.seed}, "
+             f"lengths {' '.join(map(str, result.lengths))}, long check L={result.long_length}"]
     lines += ["  " + c.line() for c in result.checks]
     failed = sum(c.status == "fail" for c in result.checks)
     if result.ok:
@@ -709,9 +952,14 @@ def format_result(result: Result) -> str:
 
 
 def _main(args: argparse.Namespace) -> int:
+    if args.peers:
+        print(format_peers(peers_table()))
+        return 0
+    if not args.target or not args.model:
+        raise LinrnnError("expected TARGET and --model KIND (or --peers to list the built-in targets)")
     dtypes = (args.dtype,) if args.dtype else DTYPES
     progress = (lambda what: print(f"checking {what}", file=sys.stderr)) if sys.stderr.isatty() else None
-    result = run(args.target, args.model, dtypes, args.lengths, args.seed, progress)
+    result = run(args.target, args.model, dtypes, args.lengths, args.seed, progress, args.sets, args.long)
     print(format_result(result))
     if args.json:
         try:

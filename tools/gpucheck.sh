@@ -9,7 +9,9 @@
 #     the metadata `importlib.metadata.version("linrnn")` reads (no build backend, no network);
 #   - the peers s5-pytorch and LRU-pytorch from .whl/ (pure-Python wheels made on the dev machine with
 #     `pip download --no-deps -d .whl LRU-pytorch==0.1.3 s5-pytorch==0.2.1`, the sdist built by `pip wheel`);
-#     without them the sweep records the peers as not available.
+#     without them the sweep records the peers as not available. mamba-ssm (the gpucheck step "mamba") has no such
+#     wheel: its build compiles CUDA; a wheel built for the image's torch / CUDA / Python, put in .whl/, is installed
+#     with the others, and without it the step reads "skipped: mamba_ssm is not installed (it needs CUDA to build)".
 # Results: $OUT/gpu/{gpucheck.json, gpucheck.log, report.html, ledger.txt}. The command's own deadline is
 # --budget-s (420 s); `timeout` stops it at GPUCHECK_TIMEOUT (480 s) whatever happens, and what it
 # had saved stays in gpucheck.json.

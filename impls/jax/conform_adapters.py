@@ -1,6 +1,9 @@
 """`linrnn conform`'s target on the JAX side, and its JAX gradient probe (`linrnn.impls.conform`).
 
-    linrnn-jax   the project's own layer (`linrnn.impls.jax.layer.apply`), mode `scan`
+    linrnn-jax        the project's own layer (`linrnn.impls.jax.layer.apply`), mode `scan`
+    linrnn-jax-scan   the project's scan (`linrnn.impls.jax.scan.associative`) as a target of the scan contract
+    recurrentgemma    recurrentgemma's `recurrentgemma.jax.scan.linear_scan` (the scan contract): its native
+                      linear scan on the CPU, accumulating in `acc_float_dtype` = float32 as it ships
 
 It follows the protocol of docs/conform.md: `linrnn_jax(bundle, config, dtype)` returns
 `call(u, state=None) -> (y, state)`, u a NumPy or JAX array (a traced one too, for `jax.vjp`). A float64
@@ -8,6 +11,8 @@ target computes inside JAX's 64-bit scope (`params.precision`), entered on every
 """
 
 from __future__ import annotations
+
+import importlib
 
 import jax
 import jax.numpy as jnp
@@ -17,8 +22,12 @@ from linrnn.impls.bundle import Bundle
 from linrnn.impls.config import config_from_dict
 from linrnn.impls.jax.layer import MODES, apply
 from linrnn.impls.jax.params import float64, from_bundle, precision
+from linrnn.impls.jax.scan import associative
 
-__all__ = ["input_gradient", "linrnn_jax"]
+__all__ = ["input_gradient", "linrnn_jax", "linrnn_jax_scan", "missing_reason", "recurrentgemma"]
+
+INSTALL = ("install recurrentgemma without its dependencies (it pins an older NumPy): pip install --no-deps "
+           "recurrentgemma, then its imports' packages (docs/conform.md)")
 
 
 def linrnn_jax(bundle: dict, config: dict, dtype: str = "float64"):
@@ -27,9 +36,11 @@ def linrnn_jax(bundle: dict, config: dict, dtype: str = "float64"):
     with precision(dtype):
         params = from_bundle(Bundle(cfg, bundle), dtype)
 
+    mode = "conv" if config.get("max_kernel_length") else MODES[0]     # a truncated DLR kernel: only its own view
+
     def call(u, state=None):
         with precision(dtype):
-            return apply(params, cfg, u, MODES[0], state)
+            return apply(params, cfg, u, mode, state)
 
     return call
 
@@ -42,3 +53,53 @@ def input_gradient(call, u: np.ndarray, w: np.ndarray) -> tuple[np.ndarray | Non
         y, pullback = jax.vjp(lambda x: jnp.asarray(call(x)), jnp.asarray(u, dtype=jnp.float64))
         (grad,) = pullback(jnp.asarray(w, dtype=y.dtype))
     return np.asarray(grad, dtype=np.float64), "jax.vjp"
+
+
+def missing_reason(name: str) -> str | None:
+    """None when recurrentgemma's JAX scan imports here, else one line saying why not and what to install."""
+    try:
+        importlib.import_module("recurrentgemma.jax.scan")
+    except Exception as err:                  # a package installed without its dependencies fails in its own ways
+        return f"{name} cannot be imported (`import recurrentgemma.jax.scan`: {type(err).__name__}: {err}); {INSTALL}"
+    return None
+
+
+def _scan_inputs(a, b, dtype: str):
+    complex_ = np.iscomplexobj(a) or np.iscomplexobj(b)
+    cast = {"float32": (jnp.float32, jnp.complex64), "float64": (jnp.float64, jnp.complex128)}[dtype][complex_]
+    return jnp.asarray(a, dtype=cast), jnp.asarray(b, dtype=cast)
+
+
+def recurrentgemma(bundle: dict, config: dict, dtype: str = "float64"):
+    """recurrentgemma's `linear_scan(x=b, a=a, reverse=...)`, everything else as it ships (its
+    `acc_float_dtype` float32, the native linear scan: `ScanType.AUTO` on a CPU)."""
+    scan = importlib.import_module("recurrentgemma.jax.scan")
+
+    def call(a, b):
+        with precision(dtype):
+            a, b = _scan_inputs(a, b, dtype)
+            x, _ = scan.linear_scan(x=b, a=a, reverse=config["reverse"])
+            return np.asarray(x)
+
+    return call
+
+
+def linrnn_jax_scan(bundle: dict, config: dict, dtype: str = "float64"):
+    """The project's associative scan (`scan.associative`, one sequence (L N), vmapped over the batch): one
+    transition per lane, so a constant a only; the backward scan on the reversed sequence, as the project's
+    bidirectional layers run it."""
+    if config["varying"]:
+        raise NotImplementedError("the project's scans take one transition per lane (a constant a)")
+
+    def call(a, b):
+        with precision(dtype):
+            cplx = jnp.complex64 if dtype == "float32" else jnp.complex128
+            log_lam = jnp.asarray(np.log(np.asarray(a[0, 0], dtype=complex)), dtype=cplx)     # (D,)
+            v = jnp.asarray(np.asarray(b, dtype=complex), dtype=cplx)                          # (B L D)
+            v = v[:, ::-1] if config["reverse"] else v
+            x0 = jnp.zeros(v.shape[2], dtype=cplx)
+            states = jax.vmap(lambda seq: associative(log_lam, seq, x0))(v)
+            states = np.asarray(states[:, ::-1] if config["reverse"] else states)
+            return states if config["complex"] else states.real
+
+    return call

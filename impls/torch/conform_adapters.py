@@ -64,9 +64,10 @@ def _run(forward, u):
 def linrnn_torch(bundle: dict, config: dict, dtype: str = "float64"):
     """The project's own PyTorch layer, holding the bundle's numbers in `dtype`."""
     layer = from_bundle(Bundle(config_from_dict(config), bundle), torch_dtype(dtype))
+    mode = "conv" if config.get("max_kernel_length") else MODES[0]     # a truncated DLR kernel: only its own view
 
     def call(u, state=None):
-        return _run(lambda x: layer(x.to(layer.dtype), mode=MODES[0], state=state), u)
+        return _run(lambda x: layer(x.to(layer.dtype), mode=mode, state=state), u)
 
     return call
 

@@ -1,21 +1,27 @@
 """Conformance: the built-in targets of `linrnn conform` against the reference, each check with its error.
 
 The engine is `linrnn.impls.conform`; this module picks the targets and names the template. The peers
-(`lru-pytorch`, `s5-pytorch`, the optional extra `linrnn[peers]`) run at the contract they are loaded with;
-the project's own adapters (`linrnn-torch`, `linrnn-jax`) at every mixer kind. A target that cannot run
-here (its package or framework missing) is listed with the reason instead.
+(the optional extra `linrnn[peers]`) run at the contracts their adapters implement; the project's own
+adapters (`linrnn-torch`, `linrnn-jax`) at every mixer kind, and its scans at the scan contract. A target that
+cannot run here (its package or framework missing) is listed with the reason instead. The findings table
+has one row per peer run: its verdict, the variants that fail, and each named deviation, with the command
+that reproduces it.
 
     data = {"runs": [{"target", "model", "group": "peer" | "own", "absent": reason or None,
                       "result": conform.Result.to_dict() or None}, ...],
-            "lengths": [...], "seed": S, "quick_omitted": [[target, why], ...]}
+            "peers": conform.peers_table(), "findings": [{"target", "model", "command", "verdict", "failing",
+            "deviations"}, ...], "lengths": [...], "seed": S, "quick_omitted": [[target, why], ...]}
 
-`quick` leaves out `linrnn-jax`: JAX compiles each shape and config of the battery, about 10 s per kind
-and dtype on a 2-core CPU, more than the quick report's few seconds for this section.
+mamba-ssm runs only where it is installed (it needs CUDA to build; `linrnn gpucheck` checks it on a GPU machine), so
+elsewhere its two targets are listed as not run here, with that reason.
+
+`quick` leaves out `linrnn-jax` (JAX compiles each shape and config of the battery, about 10 s per kind and
+dtype on a 2-core CPU) and `accelerated-scan` (Triton's interpreter runs its kernels, about 90 s).
 """
 
 from __future__ import annotations
 
-from linrnn.impls.conform import DEFAULT_LENGTHS, DTYPES, run, unavailable
+from linrnn.impls.conform import DEFAULT_LENGTHS, DTYPES, peers_table, run, unavailable
 from linrnn.impls.config import KINDS
 
 NAME = "conformance"
@@ -23,16 +29,36 @@ TITLE = "Conformance: implementations written elsewhere, checked by linrnn confo
 TEMPLATE = "conformance.html.j2"
 
 SEED = 0
-PEER_RUNS = (("lru-pytorch", "lru"), ("s5-pytorch", "s5"), ("s5-pytorch", "lru"))
+PEER_RUNS = (("lru-pytorch", "lru"), ("s5-pytorch", "s5"), ("s5-pytorch", "lru"), ("lrnnx", "lru"), ("lrnnx", "s5"),
+             ("accelerated-scan", "scan"), ("accelerated-scan-ref", "scan"), ("torch-associative-scan", "scan"),
+             ("recurrentgemma", "scan"), ("mamba-ssm-ref", "scan"), ("mamba-ssm", "scan"))
 OWN_TARGETS = ("linrnn-torch", "linrnn-jax")
+OWN_SCANS = ("linrnn-torch-scan", "linrnn-jax-scan")
 QUICK_OMITTED = {"linrnn-jax": "JAX compiles each shape and config of the battery (about 10 s per kind and dtype "
-                               "on a 2-core CPU); it runs in the full report"}
+                               "on a 2-core CPU); it runs in the full report",
+                 "accelerated-scan": "Triton's interpreter runs its kernels on the CPU (about 90 s); it runs in the "
+                                     "full report"}
+
+
+def findings(run_: dict) -> dict:
+    """One row of the findings table: the verdict, the failing variants, the named deviations, the command."""
+    res = run_["result"]
+    command = f"linrnn conform {run_['target']} --model {run_['model']}"
+    if res is None:
+        return {"target": run_["target"], "model": run_["model"], "command": command, "verdict": "not run here",
+                "failing": [], "deviations": [run_["absent"]]}
+    failing = sorted({c["name"] for c in res["checks"] if c["status"] == "fail"})
+    skipped = sorted({f"{c['name']} ({c['dtype']})" for c in res["checks"] if c["status"] == "n/a"})
+    return {"target": run_["target"], "model": run_["model"], "command": command,
+            "verdict": "conforms" if res["conforms"] else "deviates", "failing": failing,
+            "deviations": [d["words"] for d in res["diagnoses"]], "not_applicable": len(skipped)}
 
 
 def compute(quick: bool, progress) -> tuple[dict, dict]:
-    planned = [(target, kind, "peer") for target, kind in PEER_RUNS]
+    planned = [(target, kind, "peer") for target, kind in PEER_RUNS if not (quick and target in QUICK_OMITTED)]
     planned += [(target, kind, "own") for target in OWN_TARGETS if not (quick and target in QUICK_OMITTED)
                 for kind in KINDS]
+    planned += [(target, "scan", "own") for target in OWN_SCANS]
     runs = []
     for i, (target, kind, group) in enumerate(planned):
         progress(i, len(planned), f"{target} --model {kind}")
@@ -41,5 +67,6 @@ def compute(quick: bool, progress) -> tuple[dict, dict]:
         runs.append({"target": target, "model": kind, "group": group, "absent": absent, "result": result})
     progress(len(planned), len(planned), "done")
     omitted = [[t, why] for t, why in QUICK_OMITTED.items()] if quick else []
-    data = {"runs": runs, "lengths": list(DEFAULT_LENGTHS), "seed": SEED, "quick_omitted": omitted}
+    data = {"runs": runs, "peers": peers_table(), "findings": [findings(r) for r in runs if r["group"] == "peer"],
+            "lengths": list(DEFAULT_LENGTHS), "seed": SEED, "quick_omitted": omitted}
     return data, {"lengths": list(DEFAULT_LENGTHS), "seed": SEED, "dtypes": list(DTYPES)}

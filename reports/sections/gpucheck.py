@@ -1,4 +1,5 @@
-"""The GPU check: `linrnn gpucheck`'s steps on a lent GPU (environment, crosscheck, kernels, bandwidth, sweep).
+"""The GPU check: `linrnn gpucheck`'s steps on a lent GPU (environment, crosscheck, kernels, mamba, bandwidth,
+sweep).
 
 The experiment is `linrnn.experiments.gpucheck`, which writes its own DIR/gpucheck.json in this report's
 results format as it goes (so a run cut short by its time limit still renders); `linrnn report --from

@@ -2,7 +2,9 @@
 something testable here.
 
 The end-to-end test runs the real pipeline at the "tiny" profile (`--device cpu`: Triton in its interpreter,
-Pallas with interpret=True) and renders it with `linrnn report --from`. The kernel modules and the sweep are
+Pallas with interpret=True) and renders it with `linrnn report --from`. mamba-ssm cannot be installed without
+CUDA, so its step is tested on a stand-in module whose `selective_scan_ref` is written here from mamba-ssm's
+published definition (a faithful one passes, planted errors are caught). The kernel modules and the sweep are
 used where they exist; where one is absent its step records "not available: <reason>" and the test still
 holds. A stand-in `speed.sweep` (monkeypatched, `raising=False`) is used only by the test of the sweep's
 table, while `linrnn.experiments.speed.sweep` does not exist yet; the other stand-ins are fakes of the
@@ -10,8 +12,9 @@ step functions, to plant a failure or run out of budget in milliseconds.
 """
 
 import json
+import sys
 import time
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 
 import numpy as np
 import pytest
@@ -25,7 +28,8 @@ from linrnn.reports import cli as report_cli
 from linrnn.reports.results import RESULTS_SCHEMA_VERSION, read_results
 from linrnn.reports.sections import gpucheck as gpu_section
 
-SETTLED = ("done", "partial: budget", "not run: budget", "not available: ")
+SETTLED = ("done", "partial: budget", "not run: budget", "not available: ", "skipped: ")
+MAMBA_SKIPPED = "skipped: mamba_ssm is not installed (it needs CUDA to build)"
 
 
 def render(directory, out):
@@ -72,6 +76,8 @@ def test_cpu_path_runs_every_step_and_writes_the_reports_format(cpu_run):
         part = steps["kernels"]["result"][name]
         assert part["status"] == "done" and part["rows"] and all(r["ok"] for r in part["rows"]) \
             or part["status"].startswith("not available: "), part
+    if steps["mamba"]["status"].startswith("skipped"):
+        assert steps["mamba"]["status"] == MAMBA_SKIPPED and steps["mamba"]["result"] == {}
     bw = steps["bandwidth"]["result"]
     assert bw["copy"]["gb_per_s"] > 0 and bw["shapes"][0]["scans"]["torch chunked"]["fraction_of_copy"] > 0
     assert not (out / "gpucheck.json.tmp").exists()
@@ -108,6 +114,124 @@ def test_a_wrong_kernel_is_caught(monkeypatch):
     assert gpucheck.failed({"steps": steps})                      # the command then exits 1
     steps["kernels"]["result"] = {"triton": {"rows": rows["honest"]}}
     assert not gpucheck.failed({"steps": steps})
+
+
+# -- mamba-ssm, on a stand-in module ------------------------------------------------------------------
+
+def stand_in_mamba(monkeypatch, planted: str | None = None):
+    """`mamba_ssm.ops.selective_scan_interface` as a stand-in module, its scan written from mamba-ssm's published
+    definition of `selective_scan_ref(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False,
+    return_last_state=False)`: u, delta (b d l); A (d n), real or complex; B and C either (d n), or per position
+    (b n l) or (b g n l) with each group shared by d / g consecutive channels, and with a complex A (real,
+    imaginary) pairs along l; delta += delta_bias, then softplus if asked;
+        x_l = exp(delta_l A) x_{l-1} + delta_l B_l u_l,   y_l = sum_n C_l x_l  (2 Re(...) with a complex A),
+    out = y + D u, times silu(z) if given, in float32, returned in u's dtype (with x_L if asked).
+    `selective_scan_fn` (the fused kernel) is the same function here.
+
+    planted: "delta_not_in_B" (x_l = exp(delta_l A) x_{l-1} + B_l u_l) or "real_part_once" (Re instead of 2 Re)."""
+    import torch.nn.functional as F
+
+    from linrnn.impls.torch import conform_peers as peers
+
+    def selective_scan_ref(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False,
+                           return_last_state=False):
+        dtype_in, u, delta = u.dtype, u.float(), delta.float()
+        if delta_bias is not None:
+            delta = delta + delta_bias.float()[:, None]
+        if delta_softplus:
+            delta = F.softplus(delta)
+        batch, dim, L = u.shape
+
+        def per_position(M):                                  # -> (b d n l)
+            if M.dim() == 2:
+                return M[None, :, :, None].expand(batch, dim, M.shape[1], L)
+            M = torch.view_as_complex(M.float().reshape(*M.shape[:-1], L, 2).contiguous()) if A.is_complex() \
+                else M.float()
+            M = M[:, None] if M.dim() == 3 else M
+            return M.repeat_interleave(dim // M.shape[1], dim=1)
+
+        B_, C_ = per_position(B), per_position(C)
+        step = delta[:, :, None, :]
+        decay = torch.exp(step * A[None, :, :, None])
+        drive = (1.0 if planted == "delta_not_in_B" else step) * B_ * u[:, :, None, :]
+        x = torch.zeros(batch, dim, A.shape[1], dtype=decay.dtype)
+        ys = []
+        for i in range(L):
+            x = decay[..., i] * x + drive[..., i]
+            y = (x * C_[..., i]).sum(-1)
+            ys.append((1 if planted == "real_part_once" else 2) * y.real if y.is_complex() else y)
+        out = torch.stack(ys, dim=-1)
+        out = out if D is None else out + D.float()[:, None] * u
+        out = (out if z is None else out * F.silu(z.float())).to(dtype_in)
+        return (out, x) if return_last_state else out
+
+    module = ModuleType(peers.MAMBA_MODULE)
+    module.selective_scan_ref = module.selective_scan_fn = selective_scan_ref
+    for name in ("mamba_ssm", "mamba_ssm.ops"):
+        monkeypatch.setitem(sys.modules, name, ModuleType(name))
+    monkeypatch.setitem(sys.modules, peers.MAMBA_MODULE, module)
+    monkeypatch.setattr(peers, "MAMBA_FUSED_DEVICES", ("cuda", "cpu"))     # the stand-in "kernel" runs on the CPU
+
+
+COMPLEX = {"variant complex=true, varying=false", "variant complex=true, reverse=true, varying=false"}
+
+
+@pytest.mark.parametrize("planted", [None, "delta_not_in_B", "real_part_once"])
+def test_the_mamba_step_passes_a_faithful_stand_in_and_catches_planted_errors(monkeypatch, planted):
+    """Both paths through the scan contract's battery (tiny profile: lengths 1 7, long L = 64) on the stand-in:
+    faithful, every check passes but the varying complex a_t mamba-ssm cannot express (n/a, with why); delta left
+    out of delta B u fails every check; Re for 2 Re fails the complex ones only. A failure fails the command."""
+    stand_in_mamba(monkeypatch, planted)
+    result = gpukernels.mamba_step(gpucheck.Run("cpu", False, 60, None), {})
+    assert result["dtype"] == "float32" and result["lengths"] == [1, 7] and result["long_length"] == 64
+    for function, name in gpukernels.MAMBA_PATHS.items():
+        part = result[function]
+        checks = {c["name"]: c for c in part["checks"]}
+        assert part["status"] == "done" and part["target"] == name, part
+        assert {n for n, c in checks.items() if c["status"] == "n/a"} == \
+            {"variant complex=true", "variant complex=true, reverse=true"}
+        assert "no delta_t" in checks["variant complex=true"]["detail"]
+        assert {"random L=1", "random L=7", "radius near 1", "long L=64", "variant reverse=true"} | COMPLEX <= set(checks)
+        failing = {n for n, c in checks.items() if c["status"] == "fail"}
+        expected = {None: set(), "real_part_once": COMPLEX,
+                    "delta_not_in_B": {n for n, c in checks.items() if c["status"] != "n/a"}}[planted]
+        assert failing == expected, part
+        assert part["ok"] == (planted is None) and part["failed"] == len(expected)
+        assert (part["worst_ratio"] < 1) == (planted is None)
+    steps = {name: {"status": "done", "result": {}} for name in gpucheck.STEPS}
+    steps["mamba"]["result"] = result
+    assert gpucheck.failed({"steps": steps}) == (planted is not None)
+
+
+def test_the_mamba_step_is_skipped_where_mamba_ssm_is_absent_and_renders_where_it_runs(monkeypatch, tmp_path):
+    from linrnn.impls.torch import conform_peers as peers
+
+    if peers.mamba_missing() == peers.MAMBA_ABSENT:                   # this machine: no mamba_ssm
+        assert gpukernels.mamba_step(gpucheck.Run("cpu", False, 60, None), {}) == {"status": MAMBA_SKIPPED}
+    stand_in_mamba(monkeypatch)
+    fake_steps(monkeypatch, mamba=gpukernels.mamba_step)
+    data = gpucheck.check("cpu", out=tmp_path)
+    assert data["steps"]["mamba"]["status"] == "done" and not gpucheck.failed(data)
+    line = next(x for x in gpucheck.summary_lines(data) if x.startswith("mamba"))
+    assert "selective_scan_ref: 10 pass, 0 fail, 2 n/a; selective_scan_fn: 10 pass, 0 fail, 2 n/a" in line, line
+    html = section_html(render(tmp_path, tmp_path / "page"))
+    assert "mamba-ssm's selective scan against the scan contract" in html
+    assert html.count("<tr><td>selective_scan_fn</td><td>") == 12 and "<td>long L=64</td>" in html
+
+
+def test_the_mamba_targets_in_conform(monkeypatch):
+    """`linrnn conform mamba-ssm-ref --model scan` on the stand-in: float64 is n/a (it computes in float32), float32
+    conforms; another contract is a one-line error."""
+    from linrnn.impls import conform
+
+    stand_in_mamba(monkeypatch)
+    result = conform.run("mamba-ssm-ref", "scan", lengths=(1, 7), long_length=64)
+    assert result.ok, conform.format_result(result)
+    assert all(c.status == "n/a" and "computes in float32 only" in c.detail for c in result.checks
+               if c.dtype == "float64")
+    assert sum(c.status == "pass" for c in result.checks) == 10
+    with pytest.raises(LinrnnError, match="^mamba-ssm-ref implements scan, found --model lru$"):
+        conform.run("mamba-ssm-ref", "lru", ("float32",), (1,), long_length=0)
 
 
 def fake_steps(monkeypatch, **overrides):
@@ -147,7 +271,7 @@ def test_a_step_that_raises_is_recorded_and_the_next_still_runs(monkeypatch, tmp
     assert steps["crosscheck"]["status"] == "failed: RuntimeError: planted failure"
     assert "Traceback" in steps["crosscheck"]["error"]
     assert steps["crosscheck"]["result"] == {"half": "done before the error"}
-    assert [steps[n]["status"] for n in ("environment", "kernels", "bandwidth", "sweep")] == ["done"] * 4
+    assert [steps[n]["status"] for n in ("environment", "kernels", "mamba", "bandwidth", "sweep")] == ["done"] * 5
     assert steps["sweep"]["result"] == {"ran": "sweep"} and gpucheck.failed(data)
     html = section_html(render(tmp_path, tmp_path / "page"))
     assert "failed: RuntimeError: planted failure" in html and "planted failure" in html
@@ -166,7 +290,8 @@ def test_the_deadline_stops_a_step_and_marks_the_rest_not_run(monkeypatch, tmp_p
     steps = data["steps"]
     assert steps["environment"]["status"] == "partial: budget"
     assert 0 < len(steps["environment"]["result"]["parts"]) < 1000
-    assert [steps[n]["status"] for n in ("crosscheck", "kernels", "bandwidth", "sweep")] == ["not run: budget"] * 4
+    assert [steps[n]["status"] for n in ("crosscheck", "kernels", "mamba", "bandwidth", "sweep")] == \
+        ["not run: budget"] * 5
     assert not gpucheck.failed(data)
     assert json.loads((tmp_path / "gpucheck.json").read_text())["data"]["steps"]["sweep"]["status"] == "not run: budget"
     assert "not run: budget" in section_html(render(tmp_path, tmp_path / "page"))
@@ -175,7 +300,7 @@ def test_the_deadline_stops_a_step_and_marks_the_rest_not_run(monkeypatch, tmp_p
     steps = gpucheck.check("cpu", budget_s=1.0, out=tmp_path)["steps"]
     assert steps["crosscheck"]["status"] == "partial: budget"
     assert steps["crosscheck"]["seconds"] < gpucheck.SHARES["crosscheck"] * 1.0 + 0.1
-    assert [steps[n]["status"] for n in ("kernels", "bandwidth", "sweep")] == ["done"] * 3
+    assert [steps[n]["status"] for n in ("kernels", "mamba", "bandwidth", "sweep")] == ["done"] * 4
 
 
 def test_a_run_killed_mid_step_still_renders(monkeypatch, tmp_path):

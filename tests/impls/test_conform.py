@@ -6,6 +6,7 @@ Each planted target is the float64 reference plus one bug, written here; conform
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from pathlib import Path
@@ -41,7 +42,8 @@ def planted(bug):
 
 
 def exact(cfg, p, u, state):
-    return apply_mixer(cfg, p, u, "sequential", state)
+    """The reference: sequential, or for a truncated DLR kernel its own view, conv (no state)."""
+    return apply_mixer(cfg, p, u, "conv" if getattr(cfg, "max_kernel_length", None) else "sequential", state)
 
 
 # -- planted deviations ----------------------------------------------------------------------
@@ -230,8 +232,7 @@ BAD_TARGETS = {
     ("missing:build", "target missing:build: cannot import 'missing' (ModuleNotFoundError: No module named "
                       "'missing')"),
     ("wrong_shape:absent", "target wrong_shape:absent: module 'wrong_shape' has no attribute 'absent'"),
-    ("lru", "target: expected module:function or one of lru-pytorch, s5-pytorch, linrnn-torch, linrnn-jax, "
-            "found 'lru'"),
+    ("lru", f"target: expected module:function or one of {', '.join(conform.BUILTINS)}, found 'lru'"),
 ])
 def test_bad_input_is_a_one_line_error(cli, tmp_path, monkeypatch, target, message):
     for name, source in BAD_TARGETS.items():
@@ -286,13 +287,178 @@ def test_s5_pytorch_as_an_lru_as_known():
 
 def test_s5_pytorch_as_an_s5_as_known():
     """Measured (seed 0, lengths 1 7 16): the recurrent part of every output is 0.5 x the contract's 2 Re(C x)
-    (fit error 8.0e-9 in float64, the float32 level: B_tilde cast to complex64), the backward part too; the skip
-    and the state hand-over conform (3.0e-18 in float64)."""
+    (fit error 8.0e-9 in float64, the float32 level: B_tilde cast to complex64), the backward part too; its B_bar
+    is (Lambda_bar - 1) / Lambda, so the error at lags >= 1 grows as Delta shrinks (expm1); the skip and the state
+    hand-over conform (3.0e-18 in float64)."""
     peer_or_skip("s5-pytorch")
     result = conform.run("s5-pytorch", "s5")
-    assert keys(result) == {"factor_missing", "float32_only", "gradient_follows_output"}, conform.format_result(result)
+    assert keys(result) == {"factor_missing", "float32_only", "expm1", "gradient_follows_output"}, \
+        conform.format_result(result)
     by = {(c.name, c.dtype): c for c in result.checks}
     backward = by["bidirectional", "float32"].diagnoses
     assert [d.key for d in backward] == ["factor_missing"]
     assert "the backward part is 0.5 x the contract's 2 Re(C_rev x_bwd)" in backward[0].words
     assert by["state", "float64"].status == "pass" and by["state", "float32"].status == "pass"
+
+
+# -- variants, --set, the discretisation probes ---------------------------------------------------
+
+def s5_rule(rule):
+    """An S5 in NumPy on the target's dtype: `rule(z = Delta Lambda, Delta, Lambda) -> (Lambda_bar, g)`, B_bar = g B~,
+    for each discretisation the config names (a dict); forward only."""
+    def build(bundle, config, dtype="float64"):
+        cfg = config_from_dict(config)
+        if cfg.bidirectional:
+            raise NotImplementedError("forward scan only")
+        real, cplx = (np.float32, np.complex64) if dtype == "float32" else (np.float64, np.complex128)
+        re = np.minimum(bundle["Lambda_re"], cfg.CLIP_RE) if cfg.clip_eigs else bundle["Lambda_re"]
+        Lam = (re + 1j * bundle["Lambda_im"]).astype(cplx)
+        delta = np.exp(bundle["log_step"]).astype(real)
+        lam, g = rule[cfg.discretization](delta * Lam, delta, Lam)
+        B_bar = g[:, None] * (bundle["B_re"] + 1j * bundle["B_im"]).astype(cplx)        # (N H)
+        C = (bundle["C_re"] + 1j * bundle["C_im"]).astype(cplx)                         # (H N)
+
+        def call(u):
+            u = u.astype(real)
+            x = np.zeros((len(u), len(lam)), cplx)
+            y = np.empty(u.shape, real)
+            for t in range(u.shape[1]):
+                x = lam * x + u[:, t] @ B_bar.T
+                y[:, t] = 2 * (x @ C.T).real + bundle["D"].astype(real) * u[:, t]
+            return y
+        return call
+    return build
+
+
+ZOH = lambda z, d, Lam: (np.exp(z), np.expm1(z) / Lam)                                  # noqa: E731
+BILINEAR = lambda z, d, Lam: ((1 + z / 2) / (1 - z / 2), d / (1 - z / 2))                 # noqa: E731
+FLIPPED = lambda z, d, Lam: ((1 - z / 2) / (1 + z / 2), d / (1 + z / 2))                  # noqa: E731
+DIFFERENCE = lambda z, d, Lam: (np.exp(z), (np.exp(z) - 1) / Lam)                         # noqa: E731
+STRETCHED = lambda z, d, Lam: (np.exp(1.2 * z), np.expm1(1.2 * z) / Lam)                  # noqa: E731
+FAST = {"dtypes": ("float32",), "lengths": (1, 16), "long_length": 64}
+
+
+def test_a_flipped_bilinear_sign_is_named_and_zoh_alone_passes(cli, tmp_path, monkeypatch):
+    """docs/conform.md: the bilinear variant fails and the probe names the rule; --set discretization=zoh passes."""
+    (tmp_path / "flipped_s5.py").write_text(
+        "import numpy as np\nfrom linrnn.impls.config import config_from_dict\n\n\n" + inspect.getsource(s5_rule) +
+        "\n\nbuild = s5_rule({'zoh': lambda z, d, Lam: (np.exp(z), np.expm1(z) / Lam),\n"
+        "                 'bilinear': lambda z, d, Lam: ((1 - z / 2) / (1 + z / 2), d / (1 + z / 2))})\n")
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = cli.run("conform", "flipped_s5:build", "--model", "s5", "--dtype", "float32", "--lengths", "1",
+                           "16", "--long", "64")
+    assert code == 1, out
+    failing = [line for line in out.splitlines() if line.startswith("  FAIL")]
+    assert failing and all('discretization="bilinear"' in line for line in failing), out
+    assert "the discretisation is the bilinear transform with the sign of Delta flipped" in out
+    assert "|lambda| > 1" in out
+    code, out, _ = cli.run("conform", "flipped_s5:build", "--model", "s5", "--dtype", "float32", "--lengths", "1",
+                           "16", "--long", "64", "--set", "discretization=zoh")
+    assert code == 0 and "bilinear" not in out, out
+
+
+@pytest.mark.parametrize("rule, key", [
+    ({"zoh": ZOH, "bilinear": BILINEAR}, None),                          # faithful: no finding
+    ({"zoh": ZOH, "bilinear": FLIPPED}, "discretisation"),
+    ({"zoh": ZOH, "bilinear": STRETCHED}, "discretisation_unknown"),     # exp(1.2 z): no rule of the table
+])
+def test_the_rule_the_eigenvalues_follow_is_named(rule, key):
+    result = conform.run(s5_rule(rule), "s5", **FAST)
+    assert keys(result) == ({key} if key else set()), conform.format_result(result)
+    assert result.ok == (key is None)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_zoh_difference_is_named_expm1_not_float32(dtype):
+    """(exp(Delta Lambda) - 1) / Lambda in the target's dtype fails 'radius near 1', and the cause is named."""
+    result = conform.run(s5_rule({"zoh": DIFFERENCE}), "s5", (dtype,), (1, 16), sets={"discretization": "zoh"},
+                         long_length=64)
+    assert keys(result) == {"expm1"}, conform.format_result(result)
+    assert "radius near 1" in {c.name for c in result.checks if c.status == "fail"}
+    assert "B_bar computed as exp(Delta Lambda) - 1: use expm1" in result.diagnoses()[0].words
+
+
+@pytest.mark.parametrize("kind", ["s5", "s4d"])
+def test_the_discretisation_probes_are_silent_on_the_projects_layers(kind):
+    """The probes themselves (the battery runs them only on a failure) name nothing on linrnn-torch."""
+    pytest.importorskip("torch")
+    for dtype in ("float32", "float64"):
+        battery = conform.Battery("linrnn-torch", conform.resolve("linrnn-torch"), kind, dtype, (16,), 0)
+        assert battery.discretisation(battery.cfg) == []
+
+
+def test_every_variant_is_checked_and_named():
+    result = conform.run(planted(exact), "s5", ("float64",), (1, 8), long_length=64)
+    names = {c.name for c in result.checks}
+    assert {'variant discretization="bilinear"', "variant clip_eigs=true", "variant blocks=2",
+            'variant discretization="bilinear", clip_eigs=true, blocks=2, bidirectional=true', "long L=64"} <= names
+    assert result.ok, conform.format_result(result)
+    assert len([n for n in names if n.startswith("variant")]) == 2 * 2 * 2 * 2 - 2     # less the base and bidirectional
+
+
+def test_a_target_without_the_clip_fails_its_variant():
+    def unclipped(cfg, p, u, state):
+        return exact(config_from_dict({**config_to_dict(cfg), "clip_eigs": False}), p, u, state)
+    result = conform.run(planted(unclipped), "s5", ("float64",), (1, 8), long_length=0)
+    failing = {c.name for c in result.checks if c.status == "fail"}
+    assert failing and all("clip_eigs=true" in name for name in failing), conform.format_result(result)
+
+
+@pytest.mark.parametrize("item, message", [
+    ("bogus=1", "--set: a s5 config has no field 'bogus' (expected one of blocks, clip_eigs, discretization, "
+                "dt_max, dt_min, bidirectional"),
+    ("d_state=8", "--set: a s5 config has no field 'd_state'"),
+    ("discretization=euler", "S5Config.discretization: expected one of zoh, bilinear, found 'euler'"),
+    ("discretization", "--set: expected FIELD=VALUE, found 'discretization'"),
+])
+def test_set_is_checked(cli, item, message):
+    line = cli.error_line("conform", "linrnn-torch", "--model", "s5", "--set", item)
+    assert line.startswith(f"linrnn conform: error: {message.split(' (expected')[0]}"), line
+
+
+# -- the scan contract ---------------------------------------------------------------------------
+
+def scan_target(bug=None):
+    def build(bundle, config):
+        def call(a, b):
+            x = conform.scan.reference(config, a, b)
+            return bug(config, a, b, x) if bug else x
+        return call
+    return build
+
+
+@pytest.mark.parametrize("bug, key", [
+    (None, None),
+    (lambda cfg, a, b, x: conform.scan.reference({**cfg, "reverse": not cfg["reverse"]}, a, b), "scan_direction"),
+    (lambda cfg, a, b, x: conform.scan.reference({**cfg, "complex": False}, a.real, b.real) if cfg["complex"] else x,
+     "scan_real_only"),
+    (lambda cfg, a, b, x: x.astype(np.complex64 if cfg["complex"] else np.float32), "float32_only"),
+])
+def test_the_scan_contract_names_its_deviations(bug, key):
+    result = conform.run(scan_target(bug), "scan", ("float64",), (1, 8), long_length=64)
+    assert keys(result) == ({key} if key else set()) and result.ok == (key is None), conform.format_result(result)
+    assert {c.name for c in result.checks} >= {"variant complex=true, reverse=true", "long L=64", "radius near 1"}
+
+
+def test_the_peers_are_listed_with_package_and_lineage(cli):
+    code, out, _ = cli.run("conform", "--peers")
+    assert code == 0
+    listed = {line.split()[0] for line in out.splitlines() if not line.startswith(" ")}
+    assert listed == set(conform.BUILTINS)
+    assert len(conform.PEERS) >= 5 and any("scan" in p.models for p in conform.PEERS.values())
+    assert out.count("lineage: ") == len(conform.BUILTINS)
+    for name, info in conform.PEERS.items():
+        line = next(x for x in out.splitlines() if x.startswith(name + " "))
+        assert (f"{info.distribution} " in line) or "not runnable here" in line, line
+
+
+def test_mamba_ssm_where_it_is_absent_is_one_line_saying_why(cli):
+    """mamba-ssm compiles CUDA when installed: where it is absent, naming either of its targets says so in one line,
+    and where it is checked instead (`linrnn gpucheck`; its stand-in tests are in tests/experiments/test_gpucheck.py)."""
+    pytest.importorskip("torch")
+    if "mamba_ssm is not installed" not in (conform.unavailable("mamba-ssm-ref") or ""):
+        pytest.skip("mamba_ssm is installed here")
+    for name in ("mamba-ssm-ref", "mamba-ssm"):
+        assert cli.error_line("conform", name, "--model", "scan") == (
+            f"linrnn conform: error: {name}: mamba_ssm is not installed (it needs CUDA to build); it runs where "
+            "mamba-ssm is installed (a machine with CUDA), and `linrnn gpucheck` checks it there (docs/gpu.md)")
