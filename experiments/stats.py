@@ -235,7 +235,8 @@ def holm(tests: Sequence[Test], alpha: float = ALPHA) -> list[Test]:
     if len(finite) > 1:
         _, adjusted, _, _ = multipletests([tests[i].p for i in finite], alpha=alpha, method="holm")
         for i, p in zip(finite, adjusted):
-            out[i] = replace(out[i], p=float(p), name=f"{tests[i].name}, Holm over {len(finite)}")
+            note = "; ".join(x for x in (tests[i].note, "p Holm-adjusted, the interval not") if x)
+            out[i] = replace(out[i], p=float(p), name=f"{tests[i].name}, Holm over {len(finite)}", note=note)
     return out
 
 

@@ -87,17 +87,19 @@ def timed_median_ms(call: Callable[[], object], seconds: float = 2.0) -> tuple[f
 
 
 def interleaved_ms(calls: dict[str, Callable[[], object]], repeats: int = 9,
-                   clock: Callable[[], float] = time.perf_counter) -> dict[str, list[float]]:
+                   clock: Callable[[], float] | None = None) -> dict[str, list[float]]:
     """Every call's times in ms, the calls interleaved run by run after one untimed warm-up each.
 
     A slow spell of a shared machine then falls on the calls of the rounds it lasts rather than on every
     run of one call (docs/speed.md, "Rules for timing"); it does not always slow them alike, so compare
     calls through the ratios within each round, with their spread, not only through their medians.
-    clock: wall time by default; `time.process_time` counts this process's CPU time instead (every thread),
-    which time spent waiting for another process's turn on a shared CPU does not inflate.
+    clock: wall time (`time.perf_counter`, looked up at the call) by default; `time.process_time` counts this
+    process's CPU time instead (every thread), which time spent waiting for another process's turn on a shared
+    CPU does not inflate.
     """
     if repeats < 1:
         raise LinrnnError(f"repeats: expected at least 1 round, found {repeats}")
+    clock = clock or time.perf_counter
     times: dict[str, list[float]] = {name: [] for name in calls}
     for f in calls.values():
         f()

@@ -662,9 +662,17 @@ def _experiment(name: str, settle: Callable[[dict], list[Part]]) -> Source:
                 found = [replace(p, verdict="inconclusive", evidence="the experiment was interrupted before its last "
                                  "run; " + p.evidence) for p in found]
             parts.extend(replace(p, source=source, scope=p.scope or stored["scale"],
-                                 scale=p.scale or stored.get("brief") or "") for p in found)
+                                 scale=p.scale or _brief(stored)) for p in found)
         return parts
     return Source("experiments", source, EXPERIMENT_SHAPE, settle_stored, anchor=f"experiment-{name}")
+
+
+def _brief(stored: dict) -> str:
+    """A record's scale in a few words: its own `brief`, or (older records) its seeds per arm."""
+    if stored.get("brief"):
+        return stored["brief"]
+    seeds = max((c["n"] for c in stored["cells"]), default=0)
+    return f"{seeds} seed{'' if seeds == 1 else 's'} per arm, experiment {stored['experiment']}"
 
 
 def _cell(stored: dict, **labels) -> dict | None:

@@ -160,6 +160,9 @@ def assert_same_records(name: str, one: dict | None, two: dict | None, length: i
     assert (one is None) == (two is None), f"{name}: {one} vs {two}"
     if one is None:
         return
+    # the best evaluation's per-example test predictions: gathered over the ranks, the same classes in file order
+    assert one.get("predictions") == two.get("predictions"), f"{name}: the per-example predictions differ"
+    one, two = ({k: v for k, v in r.items() if k != "predictions"} for r in (one, two))
     a, b = flat(one), flat(two)
     assert sorted(a) == sorted(b), name
     for key in a:
@@ -195,6 +198,8 @@ def test_torch_two_ranks_take_the_steps_of_one_and_agree_on_every_evaluation(tmp
     ranks = drive(tmp_path, {**LISTOPS, "devices": 2}, listops_data, tmp_path / "two")
     assert_same_run(tmp_path / "one", tmp_path / "two", cfg, listops_data)
     assert ranks[0]["best"] is not None and ranks[0]["best"]["val"]["examples"] == 8   # both val batches counted
+    predictions = ranks[0]["best"]["predictions"]                   # each rank's test batches, gathered
+    assert len(predictions["predicted"]) == ranks[0]["best"]["test"]["examples"] and min(predictions["label"]) >= 0
     assert ranks[0] == ranks[1]   # the same losses, evaluations, best and final bundle on both ranks
 
 
