@@ -403,9 +403,9 @@ def heat_colour(value: float, low: float, high: float) -> str:
 
 
 def heat_value(value: float) -> str:
-    """A value as the cell writes it: two digits at 0.01 and above, else its power of ten (3e-7)."""
-    if not math.isfinite(value):
-        return str(value)
+    """A value as the cell writes it: two digits at 0.01 and above, else its power of ten (3e-7); 0 as 0."""
+    if not math.isfinite(value) or value == 0:
+        return f"{value:g}"
     if value >= 0.01:
         return f"{value:.2f}" if value < 10 else f"{value:.0f}"
     mantissa, exponent = f"{value:.0e}".split("e")

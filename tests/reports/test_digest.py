@@ -156,7 +156,7 @@ def test_heatmap_cells_colour_on_a_log_scale_and_fail_at_the_threshold():
     cells = re.findall(r'<g class="([^"]+)"><title>[^<]*</title><rect [^>]*fill="(#[0-9a-f]{6})"', svg)
     assert [c for c, _ in cells] == ["cell", "cell", "cell fails"]               # None: no cell
     assert cells[0][1] == plots.heat_colour(1e-4, 1e-4, 1.0) and cells[2][1] == plots.HEAT_FAIL.lower()
-    assert plots.heat_value(3.2e-7) == "3e-7" and plots.heat_value(0.042) == "0.04"
+    assert plots.heat_value(3.2e-7) == "3e-7" and plots.heat_value(0.042) == "0.04" and plots.heat_value(0.0) == "0"
     with pytest.raises(plots.PlotError, match="heatmap.values\\[0\\]: expected 4 values"):
         plots.draw(dict(fig, values=[[1.0]]))
     merged = plots.merge([("m1", fig), ("m2", dict(fig, values=[[1e-3, 0.01, 0.5, 2.0]]))])
