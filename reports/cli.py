@@ -2,6 +2,9 @@
 
     linrnn report [--out DIR] [--quick] [--recompute]   compute, save DIR/<section>.json, write DIR/report.html
     linrnn report --from DIR [DIR ...] [--out D]        render saved results (several machines combine)
+    linrnn report --from A --against B                  the same, marking what changed since the results in B
+
+Beside the page: report.md (a summary for CI and pull requests), ledger.txt and ledger.json.
 
 The sections that train (`STORED_SECTIONS`: the D4 grid and the R8 norm study, minutes each) are not
 retrained by the default report: their stored results, `reports/results/sections/<name>.json` (full
@@ -21,8 +24,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from linrnn.impls.errors import LinrnnError
 from linrnn.reports.render import render
-from linrnn.reports.results import STORED_DIR, read_results, write_result
+from linrnn.reports.results import STORED_DIR, Loaded, read_results, write_result
 from linrnn.reports.sections import SECTIONS
 
 DEFAULT_OUT = "linrnn-report"
@@ -38,6 +42,9 @@ def register(subparsers) -> None:
                    help=f"train the sections {', '.join(STORED_SECTIONS)} instead of rendering their stored results")
     p.add_argument("--from", dest="from_dirs", nargs="+", metavar="DIR", default=None,
                    help="render saved results from these directories without recomputing")
+    p.add_argument("--against", dest="against", metavar="DIR", default=None,
+                   help="with --from: mark what changed since the results in DIR (verdicts, cross-check cells, "
+                        "ratios timed in rounds, conformance) at the top of the page and in report.md")
     p.set_defaults(func=_report)
 
 
@@ -94,14 +101,28 @@ def compute_all(out: str, quick: bool, sections=SECTIONS, recompute: bool = Fals
     return failed
 
 
+def read_against(directory: str, names: list[str]) -> Loaded:
+    """The results of the run to compare with (--against): a folder that holds at least one valid results file."""
+    if not Path(directory).is_dir():
+        raise LinrnnError(f"--against: {directory} is not a directory")
+    loaded = read_results([directory], names)
+    if not loaded.results:
+        raise LinrnnError(f"--against: no results in {directory} (no valid <section>.json of this report)")
+    return loaded
+
+
 def _report(args: argparse.Namespace) -> int:
     names = [s.NAME for s in SECTIONS]
+    against = getattr(args, "against", None)
+    if against is not None and not args.from_dirs:
+        raise LinrnnError("--against compares saved results: give the results to render with --from DIR")
     if args.from_dirs:
         if args.quick:
             print("linrnn report: --quick has no effect with --from (nothing is computed)", file=sys.stderr)
         out = args.out or args.from_dirs[0]
         loaded = read_results(args.from_dirs, names)
-        path = render(loaded, SECTIONS, out)
+        before = read_against(against, names) if against is not None else None
+        path = render(loaded, SECTIONS, out, against=before, against_label=against or "")
         print(f"rendered {path} from {len(loaded.results)} results file(s)"
               + (f", skipped {len(loaded.skipped)}" if loaded.skipped else ""))
         for file, reason in loaded.skipped:

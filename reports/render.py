@@ -1,11 +1,17 @@
-"""Render the report page from saved results: one self-contained HTML file.
+"""Render the report page from saved results: one self-contained HTML file, and report.md beside it.
+
+The page's layout (docs/report.md): a first screen with the claims' verdicts, the cross-check's heatmap and the
+speed and conformance headlines (from `linrnn.reports.digest`); then the ledger, one block per claim; then each
+section's one-line finding, its lead figures, and its details in a closed <details> block.
 
 No network: the CSS is inline, plots are inline SVG, formulas are MathML (rendered by the browser
 itself), and there are no scripts or web fonts. Jinja2 autoescaping is on for every template, and no
 template marks anything read from a results file as safe. Markup enters the page only two ways:
 
-- figures: the results store each figure's *description* (`linrnn.reports.plots`); the renderer draws
-  the SVG itself, here, merging the same figure from several results files (one series per machine);
+- figures: the results store each figure's *description* (`linrnn.reports.plots`), or a section derives it
+  from its saved data here (`render_plots`); the renderer draws the SVG itself, here, merging the same
+  figure from several results files (one series per machine), and the cross-check's heatmap from the
+  digest (`linrnn.reports.digest`), whose every label and hover text is escaped as it is written;
 - formulas: SymPy's MathML, stored in the theory results, is parsed and written out again by
   `mathml` from an allow-list of presentation-MathML elements and attributes, so nothing else
   (a script, an event handler, a link) can pass; anything outside the list shows as a note instead.
@@ -24,7 +30,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from linrnn.impls.errors import LinrnnError
-from linrnn.reports import ledger, plots
+from linrnn.reports import digest, ledger, plots
 from linrnn.reports.results import Loaded
 
 MATHML_NS = "{http://www.w3.org/1998/Math/MathML}"
@@ -128,22 +134,69 @@ def figures(records: list[dict]) -> dict[str, Markup]:
     return out
 
 
-def render(loaded: Loaded, sections, out: str | os.PathLike, quick: bool | None = None) -> Path:
-    """Write `<out>/report.html` from the loaded results; returns its path."""
-    by_section = {s.NAME: [r for r in loaded.results if r["section"] == s.NAME] for s in sections}
+def _settled(loaded: Loaded) -> list[dict]:
+    """The ledger's rows from every loaded result, drawn sections or not."""
     every = {name: [r for r in loaded.results if r["section"] == name] for name in {r["section"] for r in loaded.results}}
-    claims = ledger.build(every)              # the ledger reads every loaded result, drawn sections or not
-    drawn = {s.NAME: figures(by_section[s.NAME]) for s in sections}
+    return ledger.build(every)
+
+
+def _with_render_plots(section, records: list[dict]) -> list[dict]:
+    """The records with the figures a section draws from its saved data at render time (`render_plots`) added."""
+    if not hasattr(section, "render_plots"):
+        return records
+    return [{**r, "data": {**r["data"], "plots": {**(r["data"].get("plots") or {}), **section.render_plots(r["data"])}}}
+            for r in records]
+
+
+def _lead(section, name: str) -> bool:
+    """Whether figure `name` of `section` is shown above its details (the section's LEAD names or prefixes)."""
+    return any(name.startswith(prefix) for prefix in getattr(section, "LEAD", ()))
+
+
+def _summaries(section, records: list[dict]) -> list[str]:
+    """The section's one-line finding per results record (`summary(data)`), each named by its machine when several."""
+    if not hasattr(section, "summary"):
+        return []
+    return [(f"{r['meta']['machine'].get('label', '?')}: " if len(records) > 1 else "") + section.summary(r["data"])
+            for r in records]
+
+
+def render(loaded: Loaded, sections, out: str | os.PathLike, quick: bool | None = None,
+           against: Loaded | None = None, against_label: str = "") -> Path:
+    """Write `<out>/report.html` and `<out>/report.md` (and the ledger beside them) from the loaded results;
+    with `against`, the results of another run, both mark what changed since it. Returns the page's path."""
+    by_section = {s.NAME: [r for r in loaded.results if r["section"] == s.NAME] for s in sections}
+    claims = _settled(loaded)
+    brief = digest.build(loaded.results, claims)
+    changed = digest.changes(brief, digest.build(against.results, _settled(against))) if against is not None else None
+    drawn, lead = {}, {}
+    for s in sections:
+        records = _with_render_plots(s, by_section[s.NAME])
+        figs = figures(records)
+        titles = {name: fig.get("title", "") for r in reversed(records)
+                  for name, fig in (r["data"].get("plots") or {}).items() if isinstance(fig, dict)}
+        lead[s.NAME] = [(titles.get(name, ""), svg) for name, svg in figs.items() if _lead(s, name)]
+        drawn[s.NAME] = {name: svg for name, svg in figs.items() if not _lead(s, name)}
+    cc = brief["crosscheck"]
+    heat = Markup(plots.draw(digest.heatmap(cc, changed["marks"] if changed else ()))) if cc["cells"] else None
+    sources = {c.id: {src.section for src in c.sources} for c in ledger.CLAIMS}
+    settles = {s.NAME: [r for r in claims if s.NAME in sources.get(r["id"], ())] for s in sections}
     quick_flags = {bool(r["meta"]["config"].get("quick")) for r in loaded.results}
+    quick = any(quick_flags) if quick is None else quick
+    rendered = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     page = environment().get_template("report.html.j2").render(
         sections=sections, by_section=by_section, skipped=loaded.skipped, ledger=claims, figures=drawn,
-        results=loaded.results, quick=any(quick_flags) if quick is None else quick,
-        rendered=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+        lead=lead, results=loaded.results, quick=quick, rendered=rendered, digest=brief, heatmap=heat,
+        changed=changed, against=against_label, settles=settles,
+        summaries={s.NAME: _summaries(s, by_section[s.NAME]) for s in sections})
+    summary = digest.markdown(brief, rendered=rendered, files=len(loaded.results), quick=quick,
+                              against=against_label, changed=changed)
     out = Path(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
         path = out / "report.html"
         path.write_text(page, encoding="utf-8")
+        (out / "report.md").write_text(summary, encoding="utf-8")
         (out / "ledger.txt").write_text(ledger_text(claims), encoding="utf-8")
         (out / "ledger.json").write_text(json.dumps(ledger.ledger_json(claims), indent=1, allow_nan=False) + "\n",
                                          encoding="utf-8")

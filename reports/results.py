@@ -25,6 +25,7 @@ from linrnn.impls.errors import LinrnnError
 from linrnn.impls.provenance import code_version, library_versions, machine
 
 RESULTS_SCHEMA_VERSION = 1
+REPORT_FILES = frozenset({"ledger"})      # JSON the report itself writes beside the results (ledger.json): not skipped
 
 
 def meta(config: dict[str, Any], device: str = "cpu") -> dict[str, Any]:
@@ -98,7 +99,8 @@ def read_results(directories: list[str | os.PathLike], sections: list[str]) -> L
             record["path"] = str(path)
             loaded.results.append(record)
         for stem, path in found.items():
-            loaded.skipped.append((str(path), f"not a section of this report ({stem})"))
+            if stem not in REPORT_FILES:
+                loaded.skipped.append((str(path), f"not a section of this report ({stem})"))
     return loaded
 
 

@@ -11,6 +11,12 @@ A section is a module with:
         that `linrnn.reports.plots` draws when the page renders); `progress(done, total, what)` reports
         how far it is; `quick` picks the smaller sizes.
 
+and optionally (docs/report.md):
+
+    summary(data) -> str          the section's finding in one line, shown above its details
+    LEAD                          names (or name prefixes) of its figures shown above its details
+    render_plots(data) -> dict    figure descriptions derived from the saved data when the page renders
+
 No section decides a claim's verdict: the ledger (`linrnn.reports.ledger`) settles every claim from
 the saved measurements when the page renders.
 """

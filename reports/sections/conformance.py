@@ -70,3 +70,24 @@ def compute(quick: bool, progress) -> tuple[dict, dict]:
     data = {"runs": runs, "peers": peers_table(), "findings": [findings(r) for r in runs if r["group"] == "peer"],
             "lengths": list(DEFAULT_LENGTHS), "seed": SEED, "quick_omitted": omitted}
     return data, {"lengths": list(DEFAULT_LENGTHS), "seed": SEED, "dtypes": list(DTYPES)}
+
+
+def verdict(run: dict) -> dict:
+    """One run's verdict: {"verdict": "conforms" | "deviates" | "not run here", "failed", "checks", "diagnoses"}."""
+    result = run.get("result")
+    if run.get("absent") or not isinstance(result, dict):
+        return {"verdict": "not run here", "failed": 0, "checks": 0, "diagnoses": [str(run.get("absent") or "")]}
+    checks = result.get("checks") or []
+    return {"verdict": "conforms" if result.get("conforms") else "deviates",
+            "failed": sum(c.get("status") == "fail" for c in checks), "checks": len(checks),
+            "diagnoses": [str(d.get("words", "")) for d in result.get("diagnoses") or []]}
+
+
+def summary(data: dict) -> str:
+    runs = [(r, verdict(r)) for r in data["runs"]]
+    peers = "; ".join(f"{r['target']} as {r['model']} {v['verdict']}"
+                      + (f" ({v['failed']} of {v['checks']} checks fail)" if v["verdict"] == "deviates" else "")
+                      for r, v in runs if r["group"] == "peer")
+    own = [v["verdict"] for r, v in runs if r["group"] != "peer"]
+    return (f"Peers: {peers or 'none run'}. This project's layers: {own.count('conforms')} of {len(own)} conform."
+            + (" Each deviation is named under its target." if peers else ""))

@@ -20,3 +20,16 @@ def compute(quick: bool, progress) -> tuple[dict, dict]:
     selection = Selection(shapes=QUICK_SHAPES if quick else DEFAULT_SHAPES)
     data = run(selection, progress)
     return data, data["selection"]
+
+
+def summary(data: dict) -> str:
+    entries = data["entries"]
+    bad = sum(not e["ok"] for e in entries)
+    worst = max(data["summary"], key=lambda r: r["worst_ratio"], default=None)
+    head = (f"All {len(entries)} comparisons within tolerance" if not bad else
+            f"{bad} of {len(entries)} comparisons exceed the tolerance")
+    if worst is None:
+        return head + "."
+    return (f"{head}; the worst cell, {worst['mixer']} {worst['mode']} {worst['dtype']} {worst['pair']} "
+            f"{worst['quantity']}, reaches {worst['worst_ratio']:.2g} of its tolerance ({worst['worst']}). "
+            "The heatmap at the top of the page shows every cell.")

@@ -19,15 +19,20 @@ are left in the file).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+from scipy import stats as scipy_stats
+
 from linrnn.experiments import claims as experiments
+from linrnn.reports import plots
 from linrnn.reports.results import read_stored
 from linrnn.reports.sections.training_reduced import _is_number
 
 NAME = "experiments"
 TITLE = "Experiments: the empirical claims at this machine's scale"
 TEMPLATE = "experiments.html.j2"
+LEAD = ("dots-",)       # figures shown above the section's details (`render`): every experiment's dot plot
 
 STORED_DIR = experiments.STORED_DIR
 STORED_GLOB = "experiment-*.json"
@@ -90,3 +95,83 @@ def load_stored(directory: Path) -> tuple[list[dict], list[list[str]]]:
                        "controls": record.get("controls") if isinstance(record.get("controls"), list) else [],
                        "keys": list(keys), "cells": experiments.table_cells(record), "runs": runs})
     return stored, skipped
+
+
+# -- what the page shows above the details ------------------------------------------------------------
+
+MODEL_COLOURS = {"rotrnn": "C0", "lru": "C1", "dlr": "C2", "s4d": "C3", "s5": "C4", "attention": "C5"}
+PANEL_KEYS = ("group", "task")       # labels a panel is per (and that its categories therefore leave out)
+MAX_COLUMNS = 4
+LEVEL = 0.95                         # the interval drawn around each mean
+
+
+def interval(cell: dict) -> tuple[float, float]:
+    """The mean's two-sided LEVEL interval from the seeds (Student's t); the mean itself with fewer than 2 seeds."""
+    n, mean, sd = cell.get("n") or 0, cell["mean"], cell.get("sd")
+    if n < 2 or sd is None:
+        return mean, mean
+    half = scipy_stats.t.ppf(0.5 + LEVEL / 2, n - 1) * sd / math.sqrt(n)
+    return mean - half, mean + half
+
+
+def dot_plot(stored: dict) -> dict | None:
+    """One experiment as a dot plot: a panel per task, a category per cell, each seed's value a dot, the mean a
+    diamond with its interval; the chance level, where the cells have one, as a dotted line. None: no values."""
+    keys = [k for k in stored["keys"] if k not in PANEL_KEYS]
+    tasks = list(dict.fromkeys(c.get("task") for c in stored["cells"]))
+    panels, widest = [], 0
+    for task in tasks:
+        cells = [c for c in stored["cells"] if c.get("task") == task and c.get("mean") is not None]
+        if not cells:
+            continue
+        items = []
+        for model in dict.fromkeys(c.get("model") for c in cells):
+            colour = MODEL_COLOURS.get(str(model), "C7")
+            at = [(i, c) for i, c in enumerate(cells) if c.get("model") == model]
+            xs, ys = [], []
+            for i, c in at:
+                values = c.get("values") or []
+                for k, v in enumerate(values):
+                    xs.append(i if len(values) == 1 else i - 0.3 + 0.3 * k / (len(values) - 1))
+                    ys.append(v)
+            items.append(plots.series(f"{model}: each seed", xs, ys, colour, line="none", marker="o"))
+            seeded = [(i, c) for i, c in at if (c.get("n") or 0) >= 2]      # one seed: its dot is the mean
+            bounds = [interval(c) for _, c in seeded]
+            if seeded:
+                items.append(plots.series(f"{model}: mean, {LEVEL:.0%} interval", [i + 0.2 for i, _ in seeded],
+                                          [c["mean"] for _, c in seeded], colour, low=[b[0] for b in bounds],
+                                          high=[b[1] for b in bounds], line="none", marker="D"))
+        chance = cells[0].get("chance")
+        hlines = [plots.hline(chance, "chance", line=":")] if isinstance(chance, (int, float)) else []
+        names = [" ".join(str(c.get(k)) for k in keys) for c in cells]
+        widest = max(widest, len(cells))
+        panels.append(plots.panel(str(task), "", str(cells[0].get("metric") or ""), items, legend=False,
+                                  hlines=hlines, xlabels=names))
+    if not panels:
+        return None
+    columns = min(MAX_COLUMNS, len(panels))
+    rows = -(-len(panels) // columns)
+    width = min(11.0, columns * max(2.6, 0.3 * widest + 1.0))
+    return plots.figure(f"{stored['title']} ({', '.join(stored['claims'])}): each seed (dots), the mean and its "
+                        f"{LEVEL:.0%} interval (diamond and bar, 2 seeds or more), per task"
+                        + (" (quick record)" if stored["quick"] else ""),
+                        panels, width, 2.3 * rows + 0.2, columns=columns)
+
+
+def render_plots(data: dict) -> dict:
+    """Figures drawn from the saved data when the page renders (so that results saved before them have them)."""
+    out = {}
+    for s in data["stored"]:
+        fig = dot_plot(s)
+        if fig is not None:
+            out[f"dots-{s['experiment']}"] = fig
+    return out
+
+
+def summary(data: dict) -> str:
+    stored = [s for s in data["stored"] if not s["quick"]]
+    claims = sorted({c for s in stored for c in s["claims"]})
+    text = (f"{len(stored)} experiment(s) stored, settling {', '.join(claims) or 'no claim'} at this machine's scale"
+            + (f"; {len(data['missing'])} not yet run" if data["missing"] else "") + ".")
+    return text + (f" Each dot is one seed; the diamond and bar are the mean and its {LEVEL:.0%} interval."
+                   if stored else "")

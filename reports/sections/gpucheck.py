@@ -29,3 +29,15 @@ def compute(quick: bool, progress) -> tuple[dict, dict]:
     data = gpucheck.check("cuda", quick, BUDGET_S)
     progress(1, 1, "done")
     return data, {"device": "cuda", "profile": data["profile"], "budget_s": data["budget_s"]}
+
+
+def summary(data: dict) -> str:
+    if data.get("not_run"):
+        return f"Not run here: {data['not_run']}."
+    cc = ((data.get("steps") or {}).get("crosscheck") or {}).get("result") or {}
+    text = f"Device {data.get('device')}, profile {data.get('profile')}: " + (
+        "finished." if data.get("finished") else "did not finish.")
+    if cc.get("comparisons"):
+        text += (f" Cross-check on the device: {cc.get('failed', 0)} of {cc['comparisons']} comparisons exceed the "
+                 "tolerance.")
+    return text

@@ -40,6 +40,7 @@ from linrnn.reports import plots
 NAME = "norms"
 TITLE = "Hidden-state norms during training: RotRNN vs LRU (claims R8, R9, R1)"
 TEMPLATE = "norms.html.j2"
+LEAD = ("steps",)       # figures shown above the section's details (`render`)
 
 COLOURS = {"rotrnn": "tab:green", "lru": "tab:orange"}
 
@@ -48,6 +49,14 @@ def compute(quick: bool, progress) -> tuple[dict, dict]:
     data, config = study(quick, progress)
     data["plots"] = figures(data["runs"], config["n_layers"])
     return data, config
+
+
+def summary(data: dict) -> str:
+    worst = {}
+    for r in data["table"]:
+        worst[r["model"]] = max(worst.get(r["model"], 0.0), r["cv_mean"])
+    return ("Coefficient of variation of the state norm over training, mean over seeds, in the most varying layer: "
+            + ", ".join(f"{m} {v:.3f}" for m, v in worst.items()) + " (lower: a steadier norm).")
 
 
 def _band(label: str, x, curves, colour: str) -> dict:

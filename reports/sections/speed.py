@@ -13,6 +13,8 @@ NAME = "speed"
 TITLE = "Scan speed: forward time against sequence length"
 TEMPLATE = "speed.html.j2"
 
+LEAD = ("time",)        # figures shown above the section's details (`render`)
+
 LINES = {"torch": "-", "jax": "--"}
 MARKERS = dict(zip(MODES, "osD^"))
 COLOURS = dict(zip(MODES, ("C0", "C1", "C2", "C3")))
@@ -22,6 +24,20 @@ def compute(quick: bool, progress) -> tuple[dict, dict]:
     data, config = run(quick, progress)
     data["plots"] = {"time": figure(data["rows"], config["lengths"])}
     return data, config
+
+
+def summary(data: dict) -> str:
+    timed = [r for r in data["rows"] if r["ms"] is not None]
+    if not timed:
+        return "Nothing was timed."
+    longest = max(r["L"] for r in timed)
+    fastest = []
+    for kind in KINDS:
+        at = [r for r in timed if r["mixer"] == kind and r["L"] == longest]
+        if at:
+            best = min(at, key=lambda r: r["ms"])
+            fastest.append(f"{kind} {best['backend']} {best['mode']} {best['ms']:.2f} ms")
+    return f"The fastest forward call at L = {longest}: {', '.join(fastest)}. The figure has every mode."
 
 
 def figure(rows: list[dict], lengths) -> dict:

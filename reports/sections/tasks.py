@@ -15,6 +15,7 @@ from linrnn.reports.ledger import FAILS_R2, SOLVED_R2
 NAME = "tasks"
 TITLE = "Synthetic tasks: Shift and ContextShift (claim D4)"
 TEMPLATE = "tasks.html.j2"
+LEAD = ("r2",)          # figures shown above the section's details (`render`)
 
 COLOURS = {"dlr": "tab:blue", "lru": "tab:orange", "rotrnn": "tab:green"}
 
@@ -23,6 +24,20 @@ def compute(quick: bool, progress) -> tuple[dict, dict]:
     data, config = run(quick, progress)
     data["plots"] = figures(data["rows"])
     return data, config
+
+
+def summary(data: dict) -> str:
+    parts = []
+    for task in TASKS:
+        models = {}
+        for r in data["rows"]:
+            if r["task"] == task and r["status"] == "ok" and isinstance(r.get("r2"), (int, float)):
+                models.setdefault(r["model"], []).append(r["r2"])
+        diverged = sum(r["task"] == task and r["status"] != "ok" for r in data["rows"])
+        if models or diverged:
+            parts.append(f"{task}: " + ", ".join(f"{m} {sum(v) / len(v):.3f}" for m, v in models.items())
+                         + (f" ({diverged} run(s) diverged)" if diverged else ""))
+    return "Final validation R\u00b2, mean over seeds: " + ("; ".join(parts) or "no runs") + "."
 
 
 def figures(rows: list[dict]) -> dict:

@@ -29,6 +29,14 @@ def compute(quick: bool, progress) -> tuple[dict, dict]:
     return data, config
 
 
+def summary(data: dict) -> str:
+    claims = ", ".join(f"{c['claim']} {c['verdict']}" + (" in part" if c.get("partly") else "") for c in data["claims"])
+    mc = data["montecarlo"]
+    return (f"Derived in SymPy and checked on random instances: {claims}. R3 by Monte Carlo in both frameworks: "
+            + ("every curve agrees with its closed form." if mc.get("agrees") else
+               "some curves disagree with their closed forms."))
+
+
 def _series(result: dict, model: str, start: str) -> list[dict]:
     out = []
     for c in result["curves"]:

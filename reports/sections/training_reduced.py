@@ -54,6 +54,16 @@ def compute(quick: bool, progress) -> tuple[dict, dict]:
     return data, {"stored_dir": str(STORED_DIR), "stored_glob": STORED_GLOB, "command": COMMAND}
 
 
+def summary(data: dict) -> str:
+    runs = [r for s in data["stored"] for r in s["runs"]]
+    if not runs:
+        return "No stored runs."
+    above = sum(_is_number(r.get("test_at_best_val")) and _is_number((r.get("baseline") or {}).get("value"))
+                and r["test_at_best_val"] > r["baseline"]["value"] for r in runs)
+    return (f"{above} of {len(runs)} runs score above what a model that learnt nothing scores (generated data, "
+            "reduced scale: they show the pipelines train, not the papers' numbers).")
+
+
 def load_stored(directory: Path) -> tuple[list[dict], list[list[str]]]:
     """Every valid stored file in `directory` (loss curves thinned), and [file, reason] for the rest."""
     files, skipped = read_stored(directory, STORED_GLOB, check_stored)

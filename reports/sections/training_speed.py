@@ -24,13 +24,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from linrnn.experiments.training_speed import DIRECTIONS, check_stored, derive, scaling, sweep, targets
+from linrnn.experiments.training_speed import DIRECTIONS, PEERS, check_stored, derive, scaling, sweep, targets
 from linrnn.reports import plots
 from linrnn.reports.results import STORED_DIR, read_stored
 
 NAME = "training_speed"
 TITLE = "Training speed and memory: forward and forward+backward against L, beside the peers"
 TEMPLATE = "training_speed.html.j2"
+LEAD = ("stored_time_0",)     # figures shown above the section's details (`render`): the first stored sweep
 
 STORED_GLOB = "training_speed*.json"
 COMMAND = "python -m linrnn.experiments.training_speed --out reports/results/training_speed_<machine>.json"
@@ -99,3 +100,57 @@ def sweep_figure(result: dict, key: str, ylabel: str, label: str, scale: float =
     c = result["config"]
     return plots.figure(f"{ylabel} against L, {label}: B = {c['B']}, H = {c['H']}, N = {c['N']}, {c['dtype']} "
                         "(log-log)", panels, 10.0, 3.6)
+
+
+# -- the headline (the page's first screen, report.md, --against) -------------------------------
+
+HEADLINE_DIRECTION = "forward+backward"
+
+
+def headline(stored: dict) -> dict | None:
+    """A stored sweep's headline: each PyTorch layer's forward+backward time over s5-pytorch's, the median of the
+    interleaved rounds with their range, and the other peer's ratio from the sweep (no rounds). None: the sweep
+    has no interleaved rounds."""
+    sweep = stored["sweep"]
+    rows = [r for r in sweep.get("interleaved") or [] if r["direction"] == HEADLINE_DIRECTION
+            and r.get("over_s5_pytorch") is not None and r["implementation"] not in PEERS]
+    if not rows:
+        return None
+    L, rounds = rows[0]["L"], rows[0]["rounds"]
+    ratios = [{"name": r["implementation"], "value": r["over_s5_pytorch"], "range": r.get("over_s5_pytorch_range")}
+              for r in rows]
+    peers = [{"name": t["implementation"], "value": t["fwd_bwd_over_s5"]} for t in sweep.get("targets") or []
+             if t["framework"] == "torch" and t["implementation"] in PEERS[1:] and t.get("at_L") == L
+             and t.get("fwd_bwd_over_s5") is not None]
+    machine = (stored.get("machine") or {}).get("label", "?")
+
+    def ratio(r):
+        spread = r.get("range")
+        return f"{r['name']} {r['value']:.2f}" + (f" ({spread[0]:.2f}\u2013{spread[1]:.2f})" if spread else "")
+
+    text = (f"PyTorch {HEADLINE_DIRECTION} at L = {L} on {machine}, time / s5-pytorch's (median of {rounds} "
+            f"interleaved rounds, their range): {', '.join(map(ratio, ratios))}"
+            + "".join(f"; {p['name']} {p['value']:.1f} (one sweep)" for p in peers) + ".")
+    return {"file": stored.get("file"), "machine": machine, "L": L, "rounds": rounds, "direction": HEADLINE_DIRECTION,
+            "ratios": ratios, "peers": peers, "text": text}
+
+
+def round_ratios(stored: dict) -> dict[str, dict]:
+    """Every ratio of a stored sweep that was timed in interleaved rounds: {key: {"value", "range"}} (the ratios
+    to the GEMM floor and to s5-pytorch, and the growth from one length to another)."""
+    sweep, out = stored["sweep"], {}
+    for r in sweep.get("interleaved") or []:
+        for key, unit in (("over_s5_pytorch", "s5-pytorch"), ("over_gemm_floor", "gemm floor")):
+            if r.get(key) is not None and r.get(key + "_range") and r["implementation"] != unit:
+                out[f"{stored.get('file')}: {r['implementation']} {r['direction']} at L = {r['L']} / {unit}"] = {
+                    "value": r[key], "range": list(r[key + "_range"])}
+    for r in sweep.get("growth_rounds") or []:
+        if r.get("ratio") is not None and r.get("ratio_range"):
+            out[f"{stored.get('file')}: {r['implementation']} {r['direction']} t({r['to_L']}) / t({r['from_L']})"] = {
+                "value": r["ratio"], "range": list(r["ratio_range"])}
+    return out
+
+
+def summary(data: dict) -> str:
+    heads = [h["text"] for h in map(headline, data["stored"]) if h is not None]
+    return " ".join(heads) or "No stored sweep with the peers: the details have this machine's live sweep only."

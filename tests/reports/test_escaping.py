@@ -2,9 +2,10 @@
 
 A crafted results directory (no computation: milliseconds) puts `<script>alert(1)</script>` in a machine
 label, in a derivation's statement (which the ledger quotes as evidence), in a training run's error
-message and in a figure's series label; and it stores a MathML step carrying a script. The page must
-show each as text (`&lt;script&gt;`), contain no `<script` anywhere, and draw the figure with the label
-escaped inside its SVG.
+message, in a figure's series label and in the cross-check's mixer name and worst case (the first
+screen's heatmap, drawn by hand, and report.md); and it stores a MathML step carrying a script. The page
+must show each as text (`&lt;script&gt;`), contain no `<script` anywhere, and draw the figures with the
+labels escaped inside their SVG; report.md must carry no markup either.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ def crafted(directory) -> None:
     claim = {"claim": "R2", "title": SCRIPT, "verdict": "proved", "partly": False, "condition": "",
              "findings": [{"statement": SCRIPT, "verdict": "proved", "condition": "", "evidence": "sympy"}]}
     write_result(directory, "theory", {"claims": [claim]}, {"quick": True})
+    row = {"mixer": SCRIPT, "mode": "scan", "dtype": "float32", "pair": "torch-jax", "quantity": "gradients",
+           "comparisons": 1, "max_rel": 1e-6, "worst_ratio": 0.5, "worst": SCRIPT, "ok": True}
+    write_result(directory, "crosscheck", {"entries": [{"ok": True}], "summary": [row], "ok": True,
+                                           "selection": {"shapes": [{"label": SCRIPT}]}}, {"quick": True})
     for name in ("tasks", "theory"):                         # the machine label, as another machine wrote it
         path = directory / f"{name}.json"
         record = json.loads(path.read_text())
@@ -48,14 +53,18 @@ def crafted(directory) -> None:
 
 def test_text_from_results_files_renders_escaped_in_the_page_and_in_the_svg(tmp_path):
     crafted(tmp_path)
-    html = render(read_results([tmp_path], ["tasks", "theory"]), (tasks,), tmp_path / "page").read_text()
+    html = render(read_results([tmp_path], ["tasks", "theory", "crosscheck"]), (tasks,), tmp_path / "page").read_text()
     assert "<script" not in html.lower()
-    ledger_row = re.search(r'<tr id="claim-R2">.*?</tr>', html, flags=re.S).group(0)
-    assert ESCAPED in ledger_row                                      # evidence quoted by the ledger
+    ledger_block = re.search(r'<div class="claim-body" id="claim-R2">.*?</details>', html, flags=re.S).group(0)
+    assert ESCAPED in ledger_block                                    # evidence quoted by the ledger
     assert f"Machine <strong>{ESCAPED}</strong>" in html              # the machine label
     assert f'<td colspan="3">{ESCAPED}</td>' in html                  # the diverged run's error message
-    (svg,) = re.findall(r"<svg\b.*?</svg>", html, flags=re.S)
+    heatmap, svg = re.findall(r"<svg\b.*?</svg>", html, flags=re.S)
     assert ESCAPED in svg and f"<title>{ESCAPED}</title>" in svg      # the series/panel label, the title
+    assert f">{ESCAPED}</text>" in heatmap                            # the mixer, a row group's label
+    assert f"<title>{ESCAPED} scan, float32, torch-jax gradients: worst error / tolerance 0.50 ({ESCAPED})" in heatmap
+    md = (tmp_path / "page" / "report.md").read_text()
+    assert "<script" not in md.lower() and "&lt;script&gt;alert(1)&lt;/script&gt;" in md
 
 
 def test_stored_mathml_passes_only_the_allow_list():

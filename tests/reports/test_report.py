@@ -89,10 +89,15 @@ def test_results_with_non_finite_numbers_stay_valid_json(tmp_path):
 
 
 def test_from_rebuilds_the_page(capsys, computed, tmp_path):
-    code = report_cli._report(type("Args", (), {"from_dirs": [str(computed)], "out": str(tmp_path),
-                                                "quick": False})())
-    assert code == 0 and (tmp_path / "report.html").is_file()
+    (tmp_path / "reference.json").write_text((computed / "reference.json").read_text())
+    code = report_cli._report(type("Args", (), {"from_dirs": [str(tmp_path)], "out": None, "quick": False})())
+    assert code == 0 and (tmp_path / "report.html").is_file() and (tmp_path / "report.md").is_file()
     assert "rendered" in capsys.readouterr().out
+    # the ledger.json the report wrote beside the results is its own: a second --from does not skip it as a section
+    code = report_cli._report(type("Args", (), {"from_dirs": [str(tmp_path)], "out": str(tmp_path / "again"),
+                                                "quick": False, "against": str(computed)})())
+    assert code == 0 and "Nothing moved" in (tmp_path / "again" / "report.md").read_text()
+    assert "ledger.json" not in capsys.readouterr().err
 
 
 def test_every_section_has_a_template_and_a_compute():
