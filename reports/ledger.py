@@ -319,6 +319,10 @@ def _runs_shape(model: str, shape: dict) -> Callable[[Any], str | None]:
     return check
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _few_words(scope: str) -> str:
     """A section's scale in a few words, from its scope (`norms_scale`, `tasks_scale`): the length, steps, seeds."""
     picked = [w.split(" (")[0] for w in scope.split(", ") if any(k in w for k in ("L = ", "steps", "seeds"))]
@@ -331,7 +335,7 @@ _norms_words = _few_words
 def norms_scale(config: dict) -> str:
     return (f"task {config['task']} at L = {config['length']} (the paper: LRA ListOps, not available here), "
             f"{config['n_layers']} blocks, H = {config['d_model']}, {config['steps']} steps of batch "
-            f"{config['batch_size']}, {len(config['seeds'])} seeds, torch float32")
+            f"{config['batch_size']}, {_count(len(config['seeds']), 'seed')}, torch float32")
 
 
 def flatter_by_layer(cvs: dict[tuple[str, int], list[float]], layers: list[int], source: str, scale: str,
@@ -543,7 +547,7 @@ def d4_parts(rows: list[dict], source: str, scale: str, control: dict | None) ->
 
 def tasks_scale(config: dict) -> str:
     return (f"L = {config['length']} (paper: 4096, Shift up to 2^20), {config['steps']} steps "
-            f"(paper: 12 epochs of 14 400 samples), 1 layer, torch float32, {len(config['seeds'])} seeds "
+            f"(paper: 12 epochs of 14 400 samples), 1 layer, torch float32, {_count(len(config['seeds']), 'seed')} "
             f"({', '.join(map(str, config['seeds']))})")
 
 
@@ -629,7 +633,7 @@ def settle_d9(data: dict, scale: str = "") -> list[Part]:
                           f"{', '.join(map(str, lengths))} ({rounds} interleaved rounds each): "
                           + test.words("exponent") + f": {why}",
                           scale or "one layer, sizes as in the speed section", part=f"O(L) inference: {backend} {kind}",
-                          **tested(test)))
+                          scale=f"step mode, L = {lengths[0]:,}-{lengths[-1]:,}, {rounds} rounds", **tested(test)))
     if not parts:
         return [Part("benchmark (speed)", "inconclusive", "no step-mode rounds in these results", scale)]
     return parts
