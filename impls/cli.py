@@ -4,6 +4,7 @@
     linrnn params show FILE.npz
     linrnn params convert --to {lru,rotrnn} IN.npz OUT.npz [--heads K]
     linrnn apply --params FILE.npz --input U.npy --out Y.npy [--backend B] [--mode M] [--dtype D] [--lengths N.npy]
+                 [--segments S.npy]
 """
 
 from __future__ import annotations
@@ -68,7 +69,10 @@ def register(subparsers) -> None:
     p.add_argument("--backend", default="reference", help=f"one of {', '.join(BACKENDS)} (default reference)")
     p.add_argument("--mode", default=None, help="the backend's computation mode (default: its first)")
     p.add_argument("--dtype", default="float64", help="float64 or float32 (the reference: float64 only)")
-    p.add_argument("--lengths", default=None, help="model only: .npy integer (B,) valid lengths for pooling")
+    p.add_argument("--lengths", default=None, help=".npy integer (B,) valid lengths: padded rows, each row's valid "
+                                                   "part computed as if alone (a model's mixers and its pooling)")
+    p.add_argument("--segments", default=None, help="layer only: .npy integer (B, L) segment ids: packed sequences, "
+                                                    "each computed as if alone (the state resets where the id changes)")
     p.set_defaults(func=_apply)
 
 
@@ -155,6 +159,7 @@ def _apply(args: argparse.Namespace) -> int:
     bundle = load(args.params)
     inputs = read_npy(args.input, "input")
     lengths = read_npy(args.lengths, "lengths") if args.lengths is not None else None
+    segments = read_npy(args.segments, "segments") if args.segments is not None else None
     impl = backend(args.backend)
     allowed = modes(args.backend, bundle.config.mixer.kind if bundle.kind == "model" else bundle.config.kind)
     mode = args.mode or allowed[0]
@@ -168,7 +173,7 @@ def _apply(args: argparse.Namespace) -> int:
         if inputs.ndim != 3 or inputs.shape[-1] != d:
             raise LinrnnError(f"--input: expected shape (B, L, {d}) for this {bundle.kind} bundle, "
                               f"found {inputs.shape}")
-    y = impl.apply_bundle(bundle, inputs, mode=mode, dtype=args.dtype, lengths=lengths)
+    y = impl.apply_bundle(bundle, inputs, mode=mode, dtype=args.dtype, lengths=lengths, segments=segments)
     try:
         with open(args.out, "wb") as fh:  # np.save(path) would silently append '.npy' to other names
             np.save(fh, np.asarray(y), allow_pickle=False)

@@ -283,6 +283,10 @@ class ModelConfig:
                                    # documents per example, rows b and B + b of a (2B, L) batch (LRA Retrieval)
     dropout: float = 0.0           # time-shared dropout rate (training only; evaluation is deterministic)
     norm_eps: float = 1e-5         # epsilon of LayerNorm / BatchNorm (PyTorch's default)
+    padding: str = "masked"        # "masked": a padded row gives the output of the row alone (every mixer sees
+                                   # its valid positions only; BatchNorm's batch statistics count them only);
+                                   # "unmasked": the S5 and minimal-LRU code's behaviour, the mixers and BatchNorm
+                                   # run over the padding as given and only the pooling is masked
 
     def __post_init__(self) -> None:
         if not isinstance(self.mixer, tuple(MIXER_CONFIGS.values())):
@@ -302,6 +306,7 @@ class ModelConfig:
                               "last, found 'none'")
         _check_float(self, "dropout", 0.0, 1.0, high_open=True)
         _check_float(self, "norm_eps", 0.0, 1.0, low_open=True)
+        _check_choice(self, "padding", ("masked", "unmasked"))
 
     @property
     def d_model(self) -> int:

@@ -41,6 +41,7 @@ from linrnn.impls.config import DTYPES as _DTYPES
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.jax import layer, model
 from linrnn.impls.jax.layer import MODES, apply, step
+from linrnn.impls.segments import check_layer_only
 from linrnn.impls.jax.params import (check_dtype, float64, float64_enabled, from_bundle, precision,
                                      recurrence_mask, to_bundle)
 
@@ -51,20 +52,24 @@ __all__ = ["MODES", "DTYPES", "apply_bundle", "apply", "step", "from_bundle", "t
 
 
 def apply_bundle(bundle, inputs: np.ndarray, mode: str = MODES[0], dtype: str = "float64",
-                 lengths: np.ndarray | None = None) -> np.ndarray:
+                 lengths: np.ndarray | None = None, segments: np.ndarray | None = None) -> np.ndarray:
     """A layer bundle on u (B L H) -> y (B L H), or a model bundle (evaluation mode) on its inputs.
 
     Returns a float64 NumPy copy of the result, computed in `dtype` (float64 inside `float64()`).
+    lengths (B,): padded rows (a layer, or a model: its mixers and pooling); segments (B L): packed sequences
+    (a layer only).
     """
     layer.check_mode(mode, bundle.config.mixer.kind if bundle.kind == "model" else bundle.config.kind)
     with precision(dtype):
-        return _apply_bundle(bundle, inputs, mode, dtype, lengths)
+        return _apply_bundle(bundle, inputs, mode, dtype, lengths, segments)
 
 
-def _apply_bundle(bundle, inputs: np.ndarray, mode: str, dtype: str, lengths: np.ndarray | None) -> np.ndarray:
+def _apply_bundle(bundle, inputs: np.ndarray, mode: str, dtype: str, lengths: np.ndarray | None,
+                  segments: np.ndarray | None) -> np.ndarray:
     params = from_bundle(bundle, dtype)
     cfg = bundle.config
     if bundle.kind == "model":
+        check_layer_only(segments)
         if cfg.vocab_size is not None:
             x = jnp.asarray(check_tokens(inputs, cfg.vocab_size))
         else:
@@ -72,8 +77,6 @@ def _apply_bundle(bundle, inputs: np.ndarray, mode: str, dtype: str, lengths: np
         lengths = jnp.asarray(check_lengths(lengths, x.shape[0], x.shape[1]))
         out = model.forward(params, cfg, x, lengths, mode)
     else:
-        if lengths is not None:
-            raise LinrnnError("lengths: only a model bundle (with pooling) takes lengths")
         u = jnp.asarray(check_sequences(inputs, cfg.d_model), dtype=dtype)
-        out, _ = layer.apply(params, cfg, u, mode)
+        out, _ = layer.apply(params, cfg, u, mode, lengths=lengths, segments=segments)
     return np.array(out, dtype=np.float64)

@@ -56,10 +56,20 @@ def split_heads(x: jnp.ndarray, heads: int) -> jnp.ndarray:
     return x.reshape(B, L, heads, H // heads).transpose(0, 2, 1, 3)
 
 
-def full(cfg: AttentionConfig, q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray) -> jnp.ndarray:
+def unpadded(i: np.ndarray, j: np.ndarray, lengths):
+    """True where a valid query i does not meet a padded key j (a padded query keeps its keys, so that no row of the
+    mask is empty; its output is set to 0). -> True, or (B 1 ...) broadcast with i and j for lengths (B,)."""
+    if lengths is None:
+        return True
+    n = lengths.reshape((-1, 1) + (1,) * max(i.ndim, j.ndim))
+    return (j < n) | (i >= n)
+
+
+def full(cfg: AttentionConfig, q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, lengths=None) -> jnp.ndarray:
     """The masked (B heads L L) scores and one softmax.     q (scaled), k, v (B heads L d) -> (B heads L d)"""
     pos = np.arange(q.shape[2])
-    scores = jnp.where(allowed(cfg, pos[:, None], pos[None, :]), q @ jnp.swapaxes(k, -1, -2), -jnp.inf)
+    ok = allowed(cfg, pos[:, None], pos[None, :]) & unpadded(pos[:, None], pos[None, :], lengths)
+    scores = jnp.where(ok, q @ jnp.swapaxes(k, -1, -2), -jnp.inf)
     return jax.nn.softmax(scores, axis=-1) @ v
 
 
@@ -75,7 +85,8 @@ def shift_blocks(x, offset: int, fill, axis: int):
     return lib.concatenate((lib.take(x, np.arange(offset, nb), axis=axis), filler), axis=axis)
 
 
-def chunked(cfg: AttentionConfig, q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, block_size: int) -> jnp.ndarray:
+def chunked(cfg: AttentionConfig, q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, block_size: int,
+            lengths=None) -> jnp.ndarray:
     """Online softmax over key blocks (module docstring).     q (scaled), k, v (B heads L d) -> (B heads L d)"""
     B, n, L, d = q.shape
     b = cfg.window or block_size
@@ -91,6 +102,7 @@ def chunked(cfg: AttentionConfig, q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray
         k_o, v_o = shift_blocks(k, o, 0, 2), shift_blocks(v, o, 0, 2)
         kpos = shift_blocks(pos, o, -1, 0)
         ok = allowed(cfg, pos[:, :, None], kpos[:, None, :]) & (kpos >= 0)[:, None, :] & (kpos < L)[:, None, :]
+        ok = ok & unpadded(pos[:, :, None], kpos[:, None, :], lengths)       # (nb b b) or (B 1 nb b b)
         s = jnp.where(ok, q @ jnp.swapaxes(k_o, -1, -2), -jnp.inf)           # (B n nb b b)
         if o == 0:                                                           # each query sees itself: m is finite
             m = jnp.max(s, axis=-1, keepdims=True)
@@ -104,11 +116,15 @@ def chunked(cfg: AttentionConfig, q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray
 
 
 @partial(jax.jit, static_argnames=("cfg", "mode", "block_size"))
-def apply(params: Params, cfg: AttentionConfig, u: jnp.ndarray, mode: str, block_size: int = BLOCK_SIZE):
-    """The layer on a batch.     u (B L H) in the compute dtype -> y (B L H); mode 'full' | 'chunked'"""
+def apply(params: Params, cfg: AttentionConfig, u: jnp.ndarray, mode: str, block_size: int = BLOCK_SIZE,
+          lengths=None):
+    """The layer on a batch.     u (B L H) in the compute dtype -> y (B L H); mode 'full' | 'chunked'
+
+    lengths (B,) or None: padded rows; no valid query sees a padded key (the caller zeroes the padded outputs).
+    """
     q, k, v = (split_heads(u @ params[f"W_{n}"].T + params[f"b_{n}"], cfg.heads) for n in "qkv")
     q = rotary(q) * jnp.exp(params["log_temperature"])[:, None, None]
     k = rotary(k)
-    o = full(cfg, q, k, v) if mode == "full" else chunked(cfg, q, k, v, block_size)   # (B heads L d)
+    o = full(cfg, q, k, v, lengths) if mode == "full" else chunked(cfg, q, k, v, block_size, lengths)   # (B heads L d)
     B, _, L, _ = o.shape
     return jnp.swapaxes(o, 1, 2).reshape(B, L, cfg.d_model) @ params["W_o"].T + params["b_o"]

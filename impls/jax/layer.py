@@ -42,6 +42,8 @@ from linrnn.impls.config import DLRConfig, MixerConfig
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.jax import attention, dlr, lru, rotrnn, s4d, s5
 from linrnn.impls.jax.params import check_compute_dtype
+from linrnn.impls.segments import check_packing as checks_packing
+from linrnn.impls.segments import pieces
 
 MODES = _MODES["jax"]
 MIXERS = {"rotrnn": rotrnn, "lru": lru, "dlr": dlr, "s4d": s4d, "s5": s5}   # the recurrences (attention: below)
@@ -101,17 +103,22 @@ def _initial_native(module, sys, cfg: MixerConfig, state, batch: int, real):
 
 
 @partial(jax.jit, static_argnames=("cfg", "mode"))
-def _run(sys, cfg: MixerConfig, u: jnp.ndarray, mode: str, state):
+def _run(sys, cfg: MixerConfig, u: jnp.ndarray, mode: str, state, resets=None):
     module = MIXERS[cfg.kind]
     z0 = _initial_native(module, sys, cfg, state, u.shape[0], u.dtype)   # (B ...)
     if mode == "step":
         one_position = jax.vmap(lambda u_t, z: module.step(sys, cfg, u_t, z))
+        zero = jax.tree.map(jnp.zeros_like, z0)
 
-        def body(z, u_t):
+        def body(z, inputs):
+            u_t, reset_t = inputs
+            if reset_t is not None:                                      # a packed segment begins: from zero
+                z = jax.tree.map(lambda a, o: jnp.where(reset_t.reshape((-1,) + (1,) * (a.ndim - 1)), o, a), z, zero)
             y_t, z = one_position(u_t, z)
             return z, y_t
 
-        z_last, y = lax.scan(body, z0, jnp.swapaxes(u, 0, 1))             # (B ...), (L B H)
+        time_major = None if resets is None else jnp.swapaxes(resets, 0, 1)
+        z_last, y = lax.scan(body, z0, (jnp.swapaxes(u, 0, 1), time_major))   # (B ...), (L B H)
         y = jnp.swapaxes(y, 0, 1)
     else:
         y, z_last = jax.vmap(lambda u1, z: module.run(sys, cfg, u1, z, mode))(u, z0)
@@ -120,29 +127,77 @@ def _run(sys, cfg: MixerConfig, u: jnp.ndarray, mode: str, state):
     return y, jax.vmap(module.from_native, in_axes=(None, 0))(sys, z_last)
 
 
-def apply(params: Params, cfg: MixerConfig, u: jnp.ndarray, mode: str = "scan", state=None):
+def apply(params: Params, cfg: MixerConfig, u: jnp.ndarray, mode: str = "scan", state=None, lengths=None,
+          segments=None):
     """The layer on a batch.
 
-    params  dict of arrays keyed like the layer bundle, one real dtype (the compute dtype)
-    u       (B L H) real                       the input sequences (cast to the compute dtype)
-    mode    one of MODES (attention: full or chunked)
-    state   None, or the forward state before u in the reference's convention (see module docstring)
-    -> y (B L H) in the compute dtype, and the forward state after the last position (or None)
+    params    dict of arrays keyed like the layer bundle, one real dtype (the compute dtype)
+    u         (B L H) real                       the input sequences (cast to the compute dtype)
+    mode      one of MODES (attention: full or chunked)
+    state     None, or the forward state before u in the reference's convention (see module docstring)
+    lengths   (B,) integers or None: padded rows, each row's valid part computed as if alone (its input zeroed
+              at the padding; attention: no valid query sees a padded key), the output 0 at the padding; may
+              be traced (jit)
+    segments  (B L) integer ids or None: packed sequences, each computed as if alone: `step` resets its state
+              where the id changes (ids may be traced); the other modes run the segments as one padded batch,
+              which needs the ids as concrete values (NumPy), not traced
+    -> y (B L H) in the compute dtype, and the forward state after the last position (None with lengths or
+       segments)
     """
     check_call(cfg, mode, np.shape(u), state)
+    streamed = mode == "step" and cfg.kind != "attention"        # resets its state: takes traced ids
+    lengths, segments = _check_packing(lengths, segments, state, np.shape(u), streamed)
+    if segments is not None and not streamed:
+        return _per_segment(params, cfg, u, mode, segments), None
+    weights = params["W_o" if cfg.kind == "attention" else "D"]
+    check_compute_dtype(weights)
+    u = jnp.asarray(u).astype(weights.dtype)
+    valid = None if lengths is None else (jnp.arange(u.shape[1])[None, :] < lengths[:, None])[..., None]   # (B L 1)
     if cfg.kind == "attention":
-        check_compute_dtype(params["W_o"])
-        return attention.apply(params, cfg, jnp.asarray(u).astype(params["W_o"].dtype), mode), None
-    check_compute_dtype(params["D"])
-    u = jnp.asarray(u).astype(params["D"].dtype)
-    return _run_checked(materialise(params, cfg), cfg, u, mode, state)
+        y, x = attention.apply(params, cfg, u, mode, lengths=lengths), None
+    else:
+        resets = None if segments is None else jnp.pad(segments[:, 1:] != segments[:, :-1], ((0, 0), (1, 0)))
+        y, x = _run_checked(materialise(params, cfg), cfg, u if valid is None else jnp.where(valid, u, 0), mode, state,
+                            resets)
+    if valid is None and segments is None:
+        return y, x
+    return (y if valid is None else jnp.where(valid, y, jnp.zeros((), y.dtype))), None
 
 
-def _run_checked(sys, cfg: MixerConfig, u, mode: str, state):
+def _check_packing(lengths, segments, state, shape, streamed: bool):
+    """The checks of lengths and segments (`linrnn.impls.segments.check_packing`); traced ones by shape and dtype only
+    (traced segments in the `step` mode alone, `streamed`). -> (lengths, segments): a jnp int array or None, and
+    NumPy ids (a jnp array if traced) or None"""
+    traced = [isinstance(a, jax.core.Tracer) for a in (lengths, segments)]
+    if traced[1] and not streamed:
+        raise LinrnnError("segments: expected concrete ids (a NumPy array), found a traced array (under jit); pass "
+                          "them from outside the jitted function, or use mode step, which takes traced ids")
+    placeholders = (np.ones(shape[0], np.int64), np.zeros(shape[:2], np.int64))
+    checked = checks_packing(*(p if t else a for a, p, t in zip((lengths, segments), placeholders, traced)),
+                             state is not None, *shape[:2])
+    out = []
+    for a, c, t, want in zip((lengths, segments), checked, traced, (shape[:1], shape[:2])):
+        if t and (a.shape != want or not jnp.issubdtype(a.dtype, jnp.integer)):
+            name = "lengths" if want == shape[:1] else "segments"
+            raise LinrnnError(f"{name}: expected integers of shape {want}, found {a.dtype} {a.shape}")
+        out.append(a if t else c)
+    return (None if out[0] is None else jnp.asarray(out[0])), out[1]
+
+
+def _per_segment(params: Params, cfg: MixerConfig, u, mode: str, segments: np.ndarray):
+    """Packed sequences as one padded batch of their segments (`linrnn.impls.segments.pieces`), each row run with
+    its length, every position put back.     u (B L H) -> y (B L H)"""
+    B, L, H = np.shape(u)
+    p = pieces(segments, power_of_two=True)           # one compiled program per bucket of shapes, not per segmentation
+    rows, _ = apply(params, cfg, jnp.reshape(jnp.asarray(u), (B * L, H))[p.index], mode, lengths=p.lengths)
+    return jnp.reshape(rows, (-1, H))[p.inverse.ravel()].reshape(B, L, H)
+
+
+def _run_checked(sys, cfg: MixerConfig, u, mode: str, state, resets=None):
     """`_run`, with JAX's refusal of forward-mode autodiff through a `custom_vjp` (the `scan` mode's adjoint
     backward, `scan.chunked` and `pallas_scan`) as a one-line LinrnnError that names the modes that support it."""
     try:
-        return _run(sys, cfg, u, mode, state)
+        return _run(sys, cfg, u, mode, state, resets)
     except TypeError as err:
         if "forward-mode" not in str(err) or "custom_vjp" not in str(err):
             raise

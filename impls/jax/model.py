@@ -14,8 +14,9 @@ Training mode (`forward_train`) differs in two places:
 
 * dropout, time-shared: one Bernoulli mask of shape (B 1 H) per dropout site, the same at every time
   step, kept entries scaled by 1/(1 - rate); two sites per block, keys split from the one given;
-* BatchNorm normalises with the batch statistics over all B x L positions (padding included, as
-  PyTorch's BatchNorm1d on (B H L) does) with the biased variance, and returns the updated running
+* BatchNorm normalises with the batch statistics over all B x L positions (with padding "masked", the
+  default, the valid ones only; "unmasked" counts the padding, as PyTorch's BatchNorm1d on (B H L) does) with
+  the biased variance, and returns the updated running
   statistics with m = `linrnn.impls.config.BATCHNORM_MOMENTUM` (PyTorch's rule): mean <- (1 - m) mean
   + m batch_mean, var <- (1 - m) var + m batch_var * n/(n-1) (n = B L).
 
@@ -58,16 +59,23 @@ def batch_norm(x: jnp.ndarray, scale, bias, mean, var, eps: float) -> jnp.ndarra
     return (x - mean) / jnp.sqrt(var + eps) * scale + bias
 
 
-def norm(p: Params, cfg: ModelConfig, x: jnp.ndarray, train: bool):
-    """-> (normalised x, updated running statistics {'norm.mean', 'norm.var'} or {})"""
+def norm(p: Params, cfg: ModelConfig, x: jnp.ndarray, train: bool, valid=None):
+    """-> (normalised x, updated running statistics {'norm.mean', 'norm.var'} or {});
+    valid (B L 1) bool or None: the positions BatchNorm's batch statistics count"""
     if cfg.norm == "layer":
         return layer_norm(x, p["norm.scale"], p["norm.bias"], cfg.norm_eps), {}
     if not train:
         return batch_norm(x, p["norm.scale"], p["norm.bias"], p["norm.mean"], p["norm.var"], cfg.norm_eps), {}
-    n = x.shape[0] * x.shape[1]
-    mean = jnp.mean(x, axis=(0, 1))                                       # (H,)
-    var = jnp.mean((x - mean) ** 2, axis=(0, 1))                          # (H,) biased
-    unbiased = var * (n / max(n - 1, 1))
+    if valid is None:
+        n = x.shape[0] * x.shape[1]
+        mean = jnp.mean(x, axis=(0, 1))                                   # (H,)
+        var = jnp.mean((x - mean) ** 2, axis=(0, 1))                      # (H,) biased
+        unbiased = var * (n / max(n - 1, 1))
+    else:
+        n = jnp.sum(valid).astype(x.dtype)                                # the valid positions of the batch
+        mean = jnp.sum(jnp.where(valid, x, 0), axis=(0, 1)) / n
+        var = jnp.sum(jnp.where(valid, (x - mean) ** 2, 0), axis=(0, 1)) / n
+        unbiased = var * (n / jnp.maximum(n - 1, 1))
     m = BATCHNORM_MOMENTUM
     stats = {"norm.mean": (1 - m) * p["norm.mean"] + m * mean, "norm.var": (1 - m) * p["norm.var"] + m * unbiased}
     return batch_norm(x, p["norm.scale"], p["norm.bias"], mean, var, cfg.norm_eps), stats
@@ -84,13 +92,15 @@ def dropout(z: jnp.ndarray, rate: float, key) -> jnp.ndarray:
     return jnp.where(keep, z / (1.0 - rate), jnp.zeros((), z.dtype))
 
 
-def block(p: Params, cfg: ModelConfig, x: jnp.ndarray, mode: str, train: bool, keys):
-    """One residual block.     x (B L H) -> (B L H), updated norm statistics"""
+def block(p: Params, cfg: ModelConfig, x: jnp.ndarray, mode: str, train: bool, keys, lengths=None):
+    """One residual block.     x (B L H) -> (B L H), updated norm statistics;
+    lengths (B,) or None: the mixer and BatchNorm see each row's valid positions only"""
     stats = {}
     z = x
+    valid = None if lengths is None else (jnp.arange(x.shape[1])[None, :] < lengths[:, None])[..., None]
     if cfg.prenorm:
-        z, stats = norm(p, cfg, x, train)
-    z, _ = layer.apply(sub_params(p, "mixer."), cfg.mixer, z, mode)
+        z, stats = norm(p, cfg, x, train, valid)
+    z, _ = layer.apply(sub_params(p, "mixer."), cfg.mixer, z, mode, lengths=lengths)
     z = gelu(z)
     if train and cfg.dropout > 0:
         z = dropout(z, cfg.dropout, keys[0])
@@ -99,7 +109,7 @@ def block(p: Params, cfg: ModelConfig, x: jnp.ndarray, mode: str, train: bool, k
         z = dropout(z, cfg.dropout, keys[1])
     x = x + z
     if not cfg.prenorm:
-        x, stats = norm(p, cfg, x, train)
+        x, stats = norm(p, cfg, x, train, valid)
     return x, stats
 
 
@@ -141,6 +151,7 @@ def _forward(params: Params, cfg: ModelConfig, inputs, lengths, mode: str, train
     if train and cfg.dropout > 0 and key is None:
         raise LinrnnError(f"key: training with dropout {cfg.dropout} needs a PRNG key")
     x = encode(params, cfg, inputs)                                       # (B L H)
+    masked = lengths if cfg.padding == "masked" else None     # the mixers' and BatchNorm's view of the padding
     if lengths is None:
         lengths = jnp.full((x.shape[0],), x.shape[1], dtype=jnp.int32)
     elif jnp.shape(lengths) != (x.shape[0],):
@@ -150,7 +161,7 @@ def _forward(params: Params, cfg: ModelConfig, inputs, lengths, mode: str, train
     running = {}
     for i in range(cfg.n_layers):
         prefix = f"layers.{i}."
-        x, stats = run_block(sub_params(params, prefix), cfg, x, mode, train, keys[2 * i: 2 * i + 2])
+        x, stats = run_block(sub_params(params, prefix), cfg, x, mode, train, keys[2 * i: 2 * i + 2], masked)
         running.update({prefix + k: v for k, v in stats.items()})
     return head(params, cfg, pool(x, lengths, cfg.pooling)), running
 

@@ -17,29 +17,41 @@ from linrnn.impls.config import MODES as _MODES
 from linrnn.impls.config import MixerConfig, modes
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.reference import attention, dlr, lru, rotrnn, s4d, s5
+from linrnn.impls.segments import check_layer_only, check_packing, padding_segments, valid
 
 MIXERS = {"rotrnn": rotrnn, "lru": lru, "dlr": dlr, "s4d": s4d, "s5": s5, "attention": attention}
 MODES = _MODES["reference"]
 
 
 def apply_mixer(cfg: MixerConfig, params: Mapping[str, np.ndarray], u: np.ndarray, mode: str | None = None,
-                x0: np.ndarray | None = None):
+                x0: np.ndarray | None = None, lengths: np.ndarray | None = None, segments: np.ndarray | None = None):
     """One mixer layer on u (B L H) -> (y (B L H), forward state after the last step or None for 'conv' and 'full').
 
-    mode None: the kind's default ('sequential'; attention: 'full').
+    mode      None: the kind's default ('sequential'; attention: 'full')
+    lengths   (B,) or None: row b's positions t >= lengths[b] are padding; its valid part is computed as if alone
+              (the padding a segment of its own) and its output at the padding is 0
+    segments  (B L) or None: packed sequences, each computed as if alone (`linrnn.impls.segments`)
+    With lengths or segments there is no state in or out.
     """
     mode = modes("reference", cfg.kind)[0] if mode is None else mode
     check_mode(mode, "reference", cfg.kind)
     check_stateless(cfg, x0 is not None)
     u = check_sequences(u, cfg.d_model)
+    lengths, segments = check_packing(lengths, segments, x0 is not None, *u.shape[:2])
+    if lengths is not None:
+        segments = padding_segments(lengths, u.shape[1])
     module = MIXERS[cfg.kind]
     if mode == "full":
-        return module.full(params, cfg, u), None
-    if mode == "sequential":
-        return module.sequential(params, cfg, u, x0)
-    if x0 is not None:
+        y, x = module.full(params, cfg, u, segments), None
+    elif mode == "sequential":
+        y, x = module.sequential(params, cfg, u, x0, segments)
+    elif x0 is not None:
         raise LinrnnError("mode 'conv' starts from a zero state; use mode 'sequential' to pass a state")
-    return module.conv(params, cfg, u), None
+    else:
+        y, x = module.conv(params, cfg, u, segments), None
+    if lengths is not None:
+        y = np.where(valid(lengths, u.shape[1])[..., None], y, 0.0)
+    return y, (None if segments is not None else x)
 
 
 def spectral_radius(cfg: MixerConfig, params: Mapping[str, np.ndarray]) -> float:
@@ -61,14 +73,17 @@ DTYPES = _DTYPES["reference"]
 
 
 def apply_bundle(bundle, inputs: np.ndarray, mode: str = "sequential", dtype: str = "float64",
-                 lengths: np.ndarray | None = None) -> np.ndarray:
-    """A layer bundle on u (B L H) -> y (B L H), or a model bundle on its inputs -> its outputs."""
+                 lengths: np.ndarray | None = None, segments: np.ndarray | None = None) -> np.ndarray:
+    """A layer bundle on u (B L H) -> y (B L H), or a model bundle on its inputs -> its outputs.
+
+    lengths (B,): padded rows (a layer, or a model: its mixers and pooling); segments (B L): packed sequences
+    (a layer only).
+    """
     check_dtype(dtype, "reference")
     if bundle.kind == "model":
         from linrnn.impls.reference.model import forward
         check_mode(mode, "reference", bundle.config.mixer.kind)
+        check_layer_only(segments)
         return forward(bundle, inputs, lengths, mode)
-    if lengths is not None:
-        raise LinrnnError("lengths: only a model bundle (with pooling) takes lengths")
-    y, _ = apply_mixer(bundle.config, bundle.params, inputs, mode)
+    y, _ = apply_mixer(bundle.config, bundle.params, inputs, mode, lengths=lengths, segments=segments)
     return y

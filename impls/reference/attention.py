@@ -21,6 +21,7 @@ from typing import Mapping
 import numpy as np
 
 from linrnn.impls.config import AttentionConfig
+from linrnn.impls.segments import positions, runs
 
 Params = Mapping[str, np.ndarray]
 ROPE_BASE = 10000.0     # the rotary frequencies' base (the DLR code's theta)
@@ -41,14 +42,22 @@ def rotary(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def allowed(cfg: AttentionConfig, length: int) -> np.ndarray:
-    """The mask: True where position i (row) attends to position j (column).     -> (L L) bool"""
-    i, j = np.arange(length)[:, None], np.arange(length)[None, :]
-    mask = np.ones((length, length), dtype=bool) if cfg.bidirectional else j <= i
+def allowed(cfg: AttentionConfig, length: int, segments: np.ndarray | None = None) -> np.ndarray:
+    """The mask: True where position i (row) attends to position j (column).     -> (L L) bool, or (B L L)
+
+    With packed sequences (`segments` (B L)) i and j must lie in one segment, and the windows count from the
+    segment's start, as when it runs alone (rotary scores depend on i - j only).
+    """
+    if segments is None:
+        pos, run = np.arange(length)[None, :], np.zeros((1, length), dtype=np.int64)
+    else:
+        pos, run = positions(segments), runs(segments)                  # (B L) each
+    i, j = pos[:, :, None], pos[:, None, :]
+    mask = (run[:, :, None] == run[:, None, :]) & (True if cfg.bidirectional else j <= i)
     if cfg.window is not None:
         lag = i // cfg.window - j // cfg.window                  # windows between i's and j's
         mask &= (lag >= (-1 if cfg.bidirectional else 0)) & (lag <= 1)
-    return mask
+    return mask if segments is not None else mask[0]
 
 
 def split_heads(x: np.ndarray, heads: int) -> np.ndarray:
@@ -57,13 +66,17 @@ def split_heads(x: np.ndarray, heads: int) -> np.ndarray:
     return x.reshape(B, L, heads, H // heads).transpose(0, 2, 1, 3)
 
 
-def full(p: Params, cfg: AttentionConfig, u: np.ndarray) -> np.ndarray:
-    """The definition: every score of the L x L matrix, masked, softmax over j.     u (B L H) -> y (B L H)"""
+def full(p: Params, cfg: AttentionConfig, u: np.ndarray, segments: np.ndarray | None = None) -> np.ndarray:
+    """The definition: every score of the L x L matrix, masked, softmax over j.     u (B L H) -> y (B L H)
+
+    segments (B L) or None: packed sequences, each attending within itself (`allowed`).
+    """
     B, L, H = u.shape
     q, k, v = (split_heads(u @ p[f"W_{n}"].T + p[f"b_{n}"], cfg.heads) for n in "qkv")   # (B heads L d)
     q, k = rotary(q), rotary(k)
     scores = np.exp(p["log_temperature"])[:, None, None] * np.einsum("bhid,bhjd->bhij", q, k)   # (B heads L L)
-    scores = np.where(allowed(cfg, L), scores, -np.inf)
+    mask = allowed(cfg, L, segments)
+    scores = np.where(mask if segments is None else mask[:, None], scores, -np.inf)
     weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
     weights /= weights.sum(axis=-1, keepdims=True)
     o = np.einsum("bhij,bhjd->bihd", weights, v).reshape(B, L, H)

@@ -18,7 +18,7 @@ from typing import Mapping
 import numpy as np
 
 from linrnn.impls.config import LRUConfig
-from linrnn.impls.reference.conv import anticausal_conv, causal_conv
+from linrnn.impls.reference.conv import anticausal_conv, causal_conv, resets
 
 Params = Mapping[str, np.ndarray]
 
@@ -38,31 +38,38 @@ def output_matrix(p: Params, suffix: str = "") -> np.ndarray:
     return p["C_re" + suffix] + 1j * p["C_im" + suffix]
 
 
-def _scan(lam: np.ndarray, inputs: np.ndarray, x0: np.ndarray) -> np.ndarray:
-    """x_t = lambda * x_{t-1} + inputs_t.     inputs (B L N) complex -> states (B L N)"""
+def _scan(lam: np.ndarray, inputs: np.ndarray, x0: np.ndarray, reset: np.ndarray | None = None) -> np.ndarray:
+    """x_t = lambda * x_{t-1} + inputs_t (x_t = inputs_t where reset_t).     inputs (B L N) complex -> states (B L N)
+
+    reset (B L) bool or None: where a packed segment begins (`linrnn.impls.segments`).
+    """
     states = np.empty_like(inputs)
     x = x0
     for t in range(inputs.shape[1]):
-        x = lam * x + inputs[:, t]
+        carry = lam * x if reset is None else np.where(reset[:, t, None], 0, lam * x)
+        x = carry + inputs[:, t]
         states[:, t] = x
     return states
 
 
-def sequential(p: Params, cfg: LRUConfig, u: np.ndarray, x0: np.ndarray | None = None):
+def sequential(p: Params, cfg: LRUConfig, u: np.ndarray, x0: np.ndarray | None = None,
+               segments: np.ndarray | None = None):
     """The recurrence, one step at a time.
 
-    u  (B L H) float64          the input sequence
-    x0 (B N) complex or None    the forward state before u (zeros if None)
+    u         (B L H) float64          the input sequence
+    x0        (B N) complex or None    the forward state before u (zeros if None)
+    segments  (B L) int or None        packed sequences: both scans reset where the id changes
     -> y (B L H), x_L (B N) complex
     """
     lam = eigenvalues(p)
     inputs = u @ input_matrix(p).T                                  # (B L N)
     if x0 is None:
         x0 = np.zeros((u.shape[0], cfg.d_state), dtype=np.complex128)
-    states = _scan(lam, inputs, x0)                                 # (B L N)
+    forward, backward = resets(segments)
+    states = _scan(lam, inputs, x0, forward)                        # (B L N)
     y = (states @ output_matrix(p).T).real + p["D"] * u             # (B L H)
     if cfg.bidirectional:
-        backward = _scan(lam, inputs[:, ::-1], np.zeros_like(x0))[:, ::-1]
+        backward = _scan(lam, inputs[:, ::-1], np.zeros_like(x0), backward)[:, ::-1]
         y = y + (backward @ output_matrix(p, "_rev").T).real
     return y, states[:, -1]
 
@@ -80,10 +87,10 @@ def kernel(p: Params, length: int, suffix: str = "") -> np.ndarray:
     return np.einsum("dn,kn,ne->kde", C, powers, Bn).real
 
 
-def conv(p: Params, cfg: LRUConfig, u: np.ndarray) -> np.ndarray:
-    """y_t = sum_k K_k u_{t-k} + D * u_t (+ sum_k K^rev_k u_{t+k}).     u (B L H) -> y (B L H)"""
+def conv(p: Params, cfg: LRUConfig, u: np.ndarray, segments: np.ndarray | None = None) -> np.ndarray:
+    """y_t = sum_k K_k u_{t-k} + D * u_t (+ sum_k K^rev_k u_{t+k}), lags inside t's segment.     u (B L H) -> y (B L H)"""
     L = u.shape[1]
-    y = causal_conv(kernel(p, L), u) + p["D"] * u
+    y = causal_conv(kernel(p, L), u, segments) + p["D"] * u
     if cfg.bidirectional:
-        y = y + anticausal_conv(kernel(p, L, "_rev"), u)
+        y = y + anticausal_conv(kernel(p, L, "_rev"), u, segments)
     return y

@@ -8,7 +8,9 @@
               Linear(H -> d_out)(gelu(Linear(4H -> H)([z1, z2, z1 - z2, z1 * z2])))
 
 Evaluation mode: dropout is the identity and BatchNorm uses its stored statistics. GELU is the exact
-erf form (PyTorch's default; note that `jax.nn.gelu` defaults to the tanh approximation).
+erf form (PyTorch's default; note that `jax.nn.gelu` defaults to the tanh approximation). Padded rows
+(`lengths`): with `padding = "masked"` (the default) every mixer computes each row's valid positions as if the
+row were alone (docs/models.md, "Padding and packed sequences"); with "unmasked" it runs over the padding.
 """
 
 from __future__ import annotations
@@ -53,10 +55,10 @@ def glu(p: Params, z: np.ndarray) -> np.ndarray:
     return (z @ p["glu.W1"].T + p["glu.b1"]) * expit(z @ p["glu.W2"].T + p["glu.b2"])
 
 
-def block(p: Params, cfg: ModelConfig, x: np.ndarray, mode: str) -> np.ndarray:
-    """One residual block.     x (B L H) -> (B L H)"""
+def block(p: Params, cfg: ModelConfig, x: np.ndarray, mode: str, lengths: np.ndarray | None = None) -> np.ndarray:
+    """One residual block.     x (B L H) -> (B L H); lengths (B,): the mixer sees each row's valid positions only"""
     z = norm(p, cfg, x) if cfg.prenorm else x
-    z, _ = apply_mixer(cfg.mixer, sub_params(p, "mixer."), z, mode)
+    z, _ = apply_mixer(cfg.mixer, sub_params(p, "mixer."), z, mode, lengths=lengths)
     z = glu(p, gelu(z))
     x = x + z
     return x if cfg.prenorm else norm(p, cfg, x)
@@ -91,6 +93,12 @@ def head(p: Params, cfg: ModelConfig, z: np.ndarray) -> np.ndarray:
     return z @ p["decoder.weight"].T + p["decoder.bias"]
 
 
+def mixer_lengths(cfg: ModelConfig, lengths: np.ndarray, length: int) -> np.ndarray | None:
+    """The lengths the mixers see: the rows' with padding "masked" where some row is padded, else None (the same
+    output, without the masking)."""
+    return lengths if cfg.padding == "masked" and np.any(lengths < length) else None
+
+
 def forward(bundle: Bundle, inputs: np.ndarray, lengths: np.ndarray | None = None,
             mode: str = "sequential") -> np.ndarray:
     """The model's output: (B d_out) with pooling, (B L d_out) with pooling 'none'.
@@ -104,6 +112,7 @@ def forward(bundle: Bundle, inputs: np.ndarray, lengths: np.ndarray | None = Non
     x = encode(p, cfg, inputs)                                      # (B L H)
     cfg.check_rows(x.shape[0])
     lengths = check_lengths(lengths, x.shape[0], x.shape[1])
+    masked = mixer_lengths(cfg, lengths, x.shape[1])
     for i in range(cfg.n_layers):
-        x = block(sub_params(p, f"layers.{i}."), cfg, x, mode)
+        x = block(sub_params(p, f"layers.{i}."), cfg, x, mode, masked)
     return head(p, cfg, pool(x, lengths, cfg.pooling))

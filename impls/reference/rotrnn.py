@@ -25,7 +25,7 @@ from typing import Mapping
 import numpy as np
 
 from linrnn.impls.config import RotRNNConfig
-from linrnn.impls.reference.conv import anticausal_conv, causal_conv
+from linrnn.impls.reference.conv import anticausal_conv, causal_conv, resets
 
 Params = Mapping[str, np.ndarray]
 
@@ -94,21 +94,29 @@ def projected_input(p: Params, u: np.ndarray) -> np.ndarray:
 
 # -- the recurrent view ---------------------------------------------------------------------------
 
-def _scan(A: np.ndarray, inputs: np.ndarray, x0: np.ndarray) -> np.ndarray:
-    """x_t = A_h x_{t-1} + inputs_t, step by step.     A (heads N N), inputs (B L heads N) -> states (B L heads N)"""
+def _scan(A: np.ndarray, inputs: np.ndarray, x0: np.ndarray, reset: np.ndarray | None = None) -> np.ndarray:
+    """x_t = A_h x_{t-1} + inputs_t, step by step (x_t = inputs_t where reset_t, a packed segment's start).
+
+    A (heads N N), inputs (B L heads N), reset (B L) bool or None -> states (B L heads N)
+    """
     states = np.empty_like(inputs)
     x = x0
     for t in range(inputs.shape[1]):
-        x = np.einsum("hmn,bhn->bhm", A, x) + inputs[:, t]
+        carry = np.einsum("hmn,bhn->bhm", A, x)
+        if reset is not None:
+            carry = np.where(reset[:, t, None, None], 0.0, carry)
+        x = carry + inputs[:, t]
         states[:, t] = x
     return states
 
 
-def sequential(p: Params, cfg: RotRNNConfig, u: np.ndarray, x0: np.ndarray | None = None):
+def sequential(p: Params, cfg: RotRNNConfig, u: np.ndarray, x0: np.ndarray | None = None,
+               segments: np.ndarray | None = None):
     """The recurrence, one step at a time.
 
-    u  (B L H) float64        the input sequence
-    x0 (B heads N) or None    the forward state before u (zeros if None)
+    u         (B L H) float64        the input sequence
+    x0        (B heads N) or None    the forward state before u (zeros if None)
+    segments  (B L) int or None      packed sequences: both scans reset where the id changes
     -> y (B L H), x_L (B heads N): the output and the forward state after the last step
     """
     B, L, H = u.shape
@@ -116,10 +124,11 @@ def sequential(p: Params, cfg: RotRNNConfig, u: np.ndarray, x0: np.ndarray | Non
     inputs = projected_input(p, u)                                # (B L heads N)
     if x0 is None:
         x0 = np.zeros((B, cfg.heads, cfg.d_state))
-    states = _scan(A, inputs, x0)                                 # (B L heads N)
+    forward, backward = resets(segments)
+    states = _scan(A, inputs, x0, forward)                        # (B L heads N)
     y = states.reshape(B, L, -1) @ p["C"].T + p["D"] * u          # (B L H)
     if cfg.bidirectional:
-        backward = _scan(A, inputs[:, ::-1], np.zeros_like(x0))[:, ::-1]
+        backward = _scan(A, inputs[:, ::-1], np.zeros_like(x0), backward)[:, ::-1]
         y = y + backward.reshape(B, L, -1) @ p["C_rev"].T
     return y, states[:, -1]
 
@@ -140,10 +149,10 @@ def kernel(p: Params, cfg: RotRNNConfig, length: int, C_key: str = "C") -> np.nd
     return np.stack([np.einsum("dhm,hmn,hne->de", C, transition_power(p, k), xiB) for k in range(length)])
 
 
-def conv(p: Params, cfg: RotRNNConfig, u: np.ndarray) -> np.ndarray:
-    """y_t = sum_k K_k u_{t-k} + D * u_t (+ sum_k K^rev_k u_{t+k}).     u (B L H) -> y (B L H)"""
+def conv(p: Params, cfg: RotRNNConfig, u: np.ndarray, segments: np.ndarray | None = None) -> np.ndarray:
+    """y_t = sum_k K_k u_{t-k} + D * u_t (+ sum_k K^rev_k u_{t+k}), lags inside t's segment.     u (B L H) -> y (B L H)"""
     L = u.shape[1]
-    y = causal_conv(kernel(p, cfg, L), u) + p["D"] * u
+    y = causal_conv(kernel(p, cfg, L), u, segments) + p["D"] * u
     if cfg.bidirectional:
-        y = y + anticausal_conv(kernel(p, cfg, L, C_key="C_rev"), u)
+        y = y + anticausal_conv(kernel(p, cfg, L, C_key="C_rev"), u, segments)
     return y

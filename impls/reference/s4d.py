@@ -54,22 +54,24 @@ def kernel(p: Params, length: int, suffix: str = "") -> np.ndarray:
     return np.einsum("lhn,hn->lh", powers, output_weights(p, suffix)).real
 
 
-def sequential(p: Params, cfg: S4DConfig, u: np.ndarray, x0: np.ndarray | None = None):
+def sequential(p: Params, cfg: S4DConfig, u: np.ndarray, x0: np.ndarray | None = None,
+               segments: np.ndarray | None = None):
     """The recurrence, one step at a time.
 
-    u  (B L H) float64            the input sequence
-    x0 (B H N) complex or None    the forward state before u (zeros if None)
+    u         (B L H) float64            the input sequence
+    x0        (B H N) complex or None    the forward state before u (zeros if None)
+    segments  (B L) int or None          packed sequences: both recurrences reset where the id changes
     -> y (B L H), x_L (B H N) complex
     """
     C_rev = output_weights(p, "_rev") if cfg.bidirectional else None
-    return depthwise_recurrence(eigenvalues(p), output_weights(p), C_rev, p["D"], u, x0)   # the loop DLR's reads too
+    return depthwise_recurrence(eigenvalues(p), output_weights(p), C_rev, p["D"], u, x0, segments)   # DLR's loop
 
 
-def conv(p: Params, cfg: S4DConfig, u: np.ndarray) -> np.ndarray:
-    """y_t = sum_l K_l u_{t-l} + D * u_t (+ sum_j K^rev_j u_{t+1+j}).     u (B L H) -> y (B L H)"""
+def conv(p: Params, cfg: S4DConfig, u: np.ndarray, segments: np.ndarray | None = None) -> np.ndarray:
+    """y_t = sum_l K_l u_{t-l} + D * u_t (+ sum_j K^rev_j u_{t+1+j}), lags inside t's segment.     u (B L H) -> y (B L H)"""
     L = u.shape[1]
-    y = causal_conv(kernel(p, L), u) + p["D"] * u
+    y = causal_conv(kernel(p, L), u, segments) + p["D"] * u
     if cfg.bidirectional:
         shifted = np.concatenate([np.zeros((1, cfg.d_model)), kernel(p, L, "_rev")])   # lag j+1 carries K^rev_j
-        y = y + anticausal_conv(shifted, u)
+        y = y + anticausal_conv(shifted, u, segments)
     return y

@@ -29,7 +29,7 @@ from typing import Mapping
 import numpy as np
 
 from linrnn.impls.config import S5Config
-from linrnn.impls.reference.conv import anticausal_conv, causal_conv
+from linrnn.impls.reference.conv import anticausal_conv, causal_conv, resets
 from linrnn.impls.reference.lru import _scan     # the diagonal recurrence x_t = lambda * x_{t-1} + v_t
 
 Params = Mapping[str, np.ndarray]
@@ -62,21 +62,24 @@ def output_matrix(p: Params, suffix: str = "") -> np.ndarray:
     return p["C_re" + suffix] + 1j * p["C_im" + suffix]
 
 
-def sequential(p: Params, cfg: S5Config, u: np.ndarray, x0: np.ndarray | None = None):
+def sequential(p: Params, cfg: S5Config, u: np.ndarray, x0: np.ndarray | None = None,
+               segments: np.ndarray | None = None):
     """The recurrence, one step at a time.
 
-    u  (B L H) float64          the input sequence
-    x0 (B N) complex or None    the forward state before u (zeros if None)
+    u         (B L H) float64          the input sequence
+    x0        (B N) complex or None    the forward state before u (zeros if None)
+    segments  (B L) int or None        packed sequences: both scans reset where the id changes
     -> y (B L H), x_L (B N) complex
     """
     lam, B_bar = discretise(p, cfg)
     inputs = u @ B_bar.T                                            # (B L N)
     if x0 is None:
         x0 = np.zeros((u.shape[0], cfg.d_state), dtype=np.complex128)
-    states = _scan(lam, inputs, x0)                                 # (B L N)
+    forward, backward = resets(segments)
+    states = _scan(lam, inputs, x0, forward)                        # (B L N)
     y = 2 * (states @ output_matrix(p).T).real + p["D"] * u         # (B L H)
     if cfg.bidirectional:
-        backward = _scan(lam, inputs[:, ::-1], np.zeros_like(x0))[:, ::-1]
+        backward = _scan(lam, inputs[:, ::-1], np.zeros_like(x0), backward)[:, ::-1]
         y = y + 2 * (backward @ output_matrix(p, "_rev").T).real
     return y, states[:, -1]
 
@@ -88,10 +91,10 @@ def kernel(p: Params, cfg: S5Config, length: int, suffix: str = "") -> np.ndarra
     return 2 * np.einsum("dn,kn,ne->kde", output_matrix(p, suffix), powers, B_bar).real
 
 
-def conv(p: Params, cfg: S5Config, u: np.ndarray) -> np.ndarray:
-    """y_t = sum_k K_k u_{t-k} + D * u_t (+ sum_k K^rev_k u_{t+k}).     u (B L H) -> y (B L H)"""
+def conv(p: Params, cfg: S5Config, u: np.ndarray, segments: np.ndarray | None = None) -> np.ndarray:
+    """y_t = sum_k K_k u_{t-k} + D * u_t (+ sum_k K^rev_k u_{t+k}), lags inside t's segment.     u (B L H) -> y (B L H)"""
     L = u.shape[1]
-    y = causal_conv(kernel(p, cfg, L), u) + p["D"] * u
+    y = causal_conv(kernel(p, cfg, L), u, segments) + p["D"] * u
     if cfg.bidirectional:
-        y = y + anticausal_conv(kernel(p, cfg, L, "_rev"), u)
+        y = y + anticausal_conv(kernel(p, cfg, L, "_rev"), u, segments)
     return y

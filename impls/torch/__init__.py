@@ -27,6 +27,7 @@ from linrnn.impls.bundle import Bundle
 from linrnn.impls.checks import check_dtype, check_lengths, check_mode, check_sequences, check_tokens
 from linrnn.impls.config import DTYPES as _DTYPES
 from linrnn.impls.errors import LinrnnError
+from linrnn.impls.segments import check_layer_only
 from linrnn.impls.torch.attention import Attention
 from linrnn.impls.torch.dlr import DLR
 from linrnn.impls.torch.layer import MODES, Mixer, parameter_groups, recurrence_parameters
@@ -51,8 +52,12 @@ def from_bundle(bundle: Bundle, dtype: torch.dtype = torch.float64, device=None)
 
 
 def apply_bundle(bundle: Bundle, inputs: np.ndarray, mode: str = MODES[0], dtype: str = "float64",
-                 lengths: np.ndarray | None = None) -> np.ndarray:
-    """A layer bundle on u (B L H) -> y (B L H), or a model bundle on its inputs -> its outputs (float64 copy)."""
+                 lengths: np.ndarray | None = None, segments: np.ndarray | None = None) -> np.ndarray:
+    """A layer bundle on u (B L H) -> y (B L H), or a model bundle on its inputs -> its outputs (float64 copy).
+
+    lengths (B,): padded rows (a layer, or a model: its mixers and pooling); segments (B L): packed sequences
+    (a layer only).
+    """
     cfg = bundle.config
     check_mode(mode, "torch", cfg.mixer.kind if bundle.kind == "model" else cfg.kind)
     check_dtype(dtype, "torch")
@@ -61,6 +66,7 @@ def apply_bundle(bundle: Bundle, inputs: np.ndarray, mode: str = MODES[0], dtype
     device = next(module.parameters()).device
     with torch.no_grad():
         if bundle.kind == "model":
+            check_layer_only(segments)
             if cfg.vocab_size is not None:
                 x = torch.tensor(check_tokens(inputs, cfg.vocab_size), device=device)
             else:
@@ -68,8 +74,6 @@ def apply_bundle(bundle: Bundle, inputs: np.ndarray, mode: str = MODES[0], dtype
             n = check_lengths(lengths, x.shape[0], x.shape[1])
             out = module(x, torch.tensor(n, device=device), mode=mode)
         else:
-            if lengths is not None:
-                raise LinrnnError("lengths: only a model bundle (with pooling) takes lengths")
             u = torch.tensor(check_sequences(inputs, cfg.d_model), dtype=torch_dtype, device=device)
-            out, _ = module(u, mode=mode)
+            out, _ = module(u, mode=mode, lengths=lengths, segments=segments)
     return out.detach().cpu().to(torch.float64).numpy().copy()

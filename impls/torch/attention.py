@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from linrnn.impls import checks
 from linrnn.impls.config import AttentionConfig
 from linrnn.impls.errors import LinrnnError
-from linrnn.impls.torch.layer import Mixer
+from linrnn.impls.torch.layer import Mixer, padding_mask
 
 ROPE_BASE = 10000.0     # the rotary frequencies' base (the DLR code's theta)
 
@@ -73,25 +73,32 @@ class Attention(Mixer):
         return self.W_o.dtype
 
     def forward(self, u: torch.Tensor, mode: str = "full", state: torch.Tensor | None = None,
-                final_state: bool = True):
+                final_state: bool = True, lengths: torch.Tensor | None = None, segments=None):
         """The layer on a whole sequence.
 
         u            (B L H) in the layer's dtype
         mode         'full' (default) | 'chunked'
         state        must be None: attention has no recurrent state
         final_state  ignored (there is no state)
+        lengths      (B,) or None: padded rows; a valid query sees no padded key, the output is 0 at the padding
+        segments     (B L) or None: packed sequences, run as one padded batch of their segments
         -> y (B L H), None
         """
         checks.check_mode(mode, "torch", self.config.kind)
         self.check_input(u)
         checks.check_stateless(self.config, state is not None)
+        lengths, segments = self.check_packing(u, lengths, segments, state)
+        if segments is not None:
+            return self.per_segment(u, mode, segments), None
         with torch.autocast(u.device.type, enabled=False):       # wholly in the layer's dtype
             u = u.to(self.dtype)
             q, k, v = (self.split_heads(F.linear(u, getattr(self, f"W_{n}"), getattr(self, f"b_{n}"))) for n in "qkv")
             q = rotary(q) * torch.exp(self.log_temperature)[:, None, None]
             k = rotary(k)
-            o = self.full(q, k, v) if mode == "full" else self.chunked(q, k, v)          # (B heads L d)
+            o = self.full(q, k, v, lengths) if mode == "full" else self.chunked(q, k, v, lengths)   # (B heads L d)
             y = F.linear(o.transpose(1, 2).flatten(2), self.W_o, self.b_o)
+        if lengths is not None:
+            y = torch.where(padding_mask(lengths, y.shape[1]), y, torch.zeros((), dtype=y.dtype, device=y.device))
         return y, None
 
     def step(self, u_t: torch.Tensor, state: torch.Tensor | None = None):
@@ -104,17 +111,18 @@ class Attention(Mixer):
         B, L, H = x.shape
         return x.view(B, L, self.config.heads, H // self.config.heads).transpose(1, 2)
 
-    def full(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    def full(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: torch.Tensor | None = None):
         """The masked (B heads L L) scores and one softmax.     q (scaled), k, v (B heads L d) -> (B heads L d)"""
         pos = torch.arange(q.shape[2], device=q.device)
-        scores = (q @ k.transpose(-1, -2)).masked_fill(~allowed(self.config, pos[:, None], pos[None, :]), -math.inf)
+        ok = allowed(self.config, pos[:, None], pos[None, :]) & unpadded(pos[:, None], pos[None, :], lengths)
+        scores = (q @ k.transpose(-1, -2)).masked_fill(~ok, -math.inf)
         return torch.softmax(scores, dim=-1) @ v
 
-    def chunked(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    def chunked(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: torch.Tensor | None = None):
         """Online softmax over key blocks (module docstring).     q (scaled), k, v (B heads L d) -> (B heads L d)"""
         cfg = self.config
         if cfg.window is not None:
-            return self.local(q, k, v)
+            return self.local(q, k, v, lengths)
         B, n, L, d = q.shape
         b = self.block_size
         nb = -(-L // b)                                                     # blocks, the last one padded
@@ -125,6 +133,7 @@ class Attention(Mixer):
         for o in offsets:
             k_o, v_o, kpos = (shift_blocks(x, o, fill) for x, fill in ((k, 0), (v, 0), (pos, -1)))
             ok = allowed(cfg, pos[:, :, None], kpos[:, None, :]) & (kpos >= 0)[:, None, :] & (kpos < L)[:, None, :]
+            ok = ok & unpadded(pos[:, :, None], kpos[:, None, :], lengths)                    # (nb b b) or (B 1 ...)
             s = (q @ k_o.transpose(-1, -2)).masked_fill(~ok, -math.inf)    # (B n nb b b)
             if o == 0:                                                      # each query sees itself: m is finite
                 m = s.amax(dim=-1, keepdim=True)
@@ -136,7 +145,7 @@ class Attention(Mixer):
                 total, acc, m = total * scale + p.sum(dim=-1, keepdim=True), acc * scale + p @ v_o, m_new
         return (acc / total).view(B, n, nb * b, d)[:, :, :L]
 
-    def local(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    def local(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: torch.Tensor | None = None):
         """Local attention, one fused call over blocks (module docstring).   q (scaled), k, v (B heads L d) -> same"""
         cfg = self.config
         B, n, L, d = q.shape
@@ -148,12 +157,22 @@ class Attention(Mixer):
         k, v = (torch.cat([shift_blocks(x, o, 0) for o in offsets], dim=3) for x in (k, v))   # (B n nb kb d)
         pos = torch.arange(nb * b, device=q.device).view(nb, b)             # (nb b) query positions
         kpos = torch.cat([shift_blocks(pos, o, -1) for o in offsets], dim=1)                   # (nb kb)
-        ok = allowed(cfg, pos[:, :, None], kpos[:, None, :]) & ((kpos >= 0) & (kpos < L))[:, None, :]
+        ok = (allowed(cfg, pos[:, :, None], kpos[:, None, :]) & ((kpos >= 0) & (kpos < L))[:, None, :])[None, None]
+        ok = ok & unpadded(pos[:, :, None], kpos[:, None, :], lengths)    # (1 or B, 1, nb, b, kb)
         # every query sees itself, so no row of the mask is empty; the fused kernels take a 4-d mask, here
-        # (1, n nb, b, kb) for the (B, n nb, b, d) queries
+        # (1 or B, n nb, b, kb) for the (B, n nb, b, d) queries
         o = F.scaled_dot_product_attention(q.flatten(1, 2), k.flatten(1, 2), v.flatten(1, 2),
-                                           attn_mask=ok.repeat(n, 1, 1)[None], scale=1.0)
+                                           attn_mask=ok.expand(-1, n, -1, -1, -1).flatten(1, 2), scale=1.0)
         return o.view(B, n, nb * b, d)[:, :, :L]
+
+
+def unpadded(i: torch.Tensor, j: torch.Tensor, lengths: torch.Tensor | None):
+    """True where a valid query i does not meet a padded key j (a padded query keeps its keys, so that no row of the
+    mask is empty; its output is set to 0). -> broadcast of i, j with a leading (B 1) when lengths (B,) is given."""
+    if lengths is None:
+        return torch.ones((), dtype=torch.bool, device=i.device)
+    n = lengths.view(-1, 1, *[1] * max(i.ndim, j.ndim))                   # (B 1 1 ...)
+    return (j < n) | (i >= n)
 
 
 def shift_blocks(x: torch.Tensor, offset: int, fill: int) -> torch.Tensor:

@@ -26,6 +26,7 @@ from linrnn.impls import checks
 from linrnn.impls.bundle import RECURRENCE_KEYS, Bundle, expected_shapes, mixer_shapes
 from linrnn.impls.config import DTYPES, MODES as _MODES
 from linrnn.impls.errors import LinrnnError
+from linrnn.impls.segments import check_packing, pieces, starts
 
 MODES = _MODES["torch"]                                  # the first is the default
 TORCH_DTYPES = {name: getattr(torch, name) for name in DTYPES["torch"]}
@@ -150,10 +151,30 @@ class Mixer(nn.Module):
         """Refuse a view that does not compute this layer's definition (DLR with a truncated kernel)."""
         checks.check_kernel_view(self.config, mode, length, state is not None)
 
+    def check_packing(self, u: torch.Tensor, lengths, segments, state):
+        """-> (lengths as a (B,) int64 tensor on u's device or None, segments as (B L) int64 NumPy or None)."""
+        to_numpy = lambda x: x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
+        if isinstance(lengths, torch.Tensor) and lengths.is_floating_point():
+            raise LinrnnError(f"lengths: expected integers of shape ({u.shape[0]},), found {lengths.dtype}")
+        lengths, segments = check_packing(to_numpy(lengths), to_numpy(segments), state is not None, *u.shape[:2])
+        return (None if lengths is None else torch.as_tensor(lengths, device=u.device)), segments
+
+    # -- padded rows and packed sequences (docs/models.md, "Padding and packed sequences") ------------
+
+    def per_segment(self, u: torch.Tensor, mode: str, segments) -> torch.Tensor:
+        """Packed sequences as one padded batch of their segments (`linrnn.impls.segments.pieces`), each row run with
+        its length, every position put back.     u (B L H), segments (B L) NumPy -> y (B L H)"""
+        B, L, H = u.shape
+        p = pieces(segments)
+        index = torch.as_tensor(p.index, device=u.device)
+        rows, _ = self(u.reshape(B * L, H)[index], mode, final_state=False,
+                       lengths=torch.as_tensor(p.lengths, device=u.device))                 # (R Lmax H)
+        return rows.reshape(-1, H)[torch.as_tensor(p.inverse.ravel(), device=u.device)].view(B, L, H)
+
     # -- the mode switch ----------------------------------------------------------------------
 
     def forward(self, u: torch.Tensor, mode: str = MODES[0], state: torch.Tensor | None = None,
-                final_state: bool = True):
+                final_state: bool = True, lengths: torch.Tensor | None = None, segments=None):
         """The layer on a whole sequence in the chosen view.
 
         u            (B L H) in the layer's dtype
@@ -161,33 +182,50 @@ class Mixer(nn.Module):
         state        the forward state before u in the reference's convention, or None (zeros)
         final_state  False: the caller drops the state after u, so a view that can skip forming it does
                      (`optional_state_modes`); y is the same either way
-        -> y (B L H), the forward state after u (None for bidirectional or truncated-kernel layers, or
-           when final_state is False)
+        lengths      (B,) integers or None: padded rows, each row's valid part computed as if alone (its
+                     input zeroed at the padding, so no scan carries the padding in), the output 0 at the padding
+        segments     (B L) integer ids or None: packed sequences, each computed as if alone (`step` resets its
+                     state where the id changes; the other modes run the segments as one padded batch)
+        -> y (B L H), the forward state after u (None for bidirectional or truncated-kernel layers, with lengths
+           or segments, or when final_state is False)
         """
         check_mode(mode)
         self.check_input(u)
         self.check_streaming(mode, state)
         self.check_view(mode, u.shape[1], state)
+        lengths, segments = self.check_packing(u, lengths, segments, state)
+        if segments is not None and mode != "step":
+            return self.per_segment(u, mode, segments), None
         amp = autocast_dtype(u.device)
         with torch.autocast(u.device.type, dtype=amp or torch.bfloat16, enabled=amp is not None and mode in self.autocast_modes):
             u = u.to(self.dtype)                                       # a bf16 input under autocast: the layer's dtype
+            valid = None if lengths is None else padding_mask(lengths, u.shape[1])             # (B L 1)
+            if valid is not None:
+                u = u * valid
             m = self.materialise()
             x0 = None if state is None else self.to_native(m, state, u.shape[0])
             if mode == "step":
-                y, x = self.stepwise(m, u, x0)
+                resets = None if segments is None else torch.as_tensor(starts(segments), device=u.device)
+                y, x = self.stepwise(m, u, x0, resets)
             elif not final_state and mode in self.optional_state_modes:
                 y, x = getattr(self, mode)(m, u, x0, final_state=False)
             else:
                 y, x = getattr(self, mode)(m, u, x0)
-        if x is None or self.config.bidirectional or not final_state:
+        if valid is not None:
+            y = torch.where(valid, y, torch.zeros((), dtype=y.dtype, device=y.device))
+        if x is None or self.config.bidirectional or not final_state or lengths is not None or segments is not None:
             return y, None
         return y, self.from_native(m, x)
 
-    def stepwise(self, m, u: torch.Tensor, x0):
-        """Mode 'step' on a whole sequence: `step_once` at every position (projections included)."""
-        x = self.zero_state(m, u.shape[0]) if x0 is None else x0
+    def stepwise(self, m, u: torch.Tensor, x0, resets: torch.Tensor | None = None):
+        """Mode 'step' on a whole sequence: `step_once` at every position (projections included); the state
+        restarts from zero where `resets` (B L) is True (a packed segment begins)."""
+        zero = self.zero_state(m, u.shape[0])
+        x = zero if x0 is None else x0
         ys = []
         for t in range(u.shape[1]):
+            if resets is not None:
+                x = torch.where(resets[:, t].view(-1, *[1] * (x.ndim - 1)), zero, x)
             y_t, x = self.step_once(m, u[:, t], x)
             ys.append(y_t)
         return torch.stack(ys, dim=1), x
@@ -209,6 +247,11 @@ class Mixer(nn.Module):
 
     def extra_repr(self) -> str:
         return f"{self.config}, dtype={self.dtype}"
+
+
+def padding_mask(lengths: torch.Tensor, length: int) -> torch.Tensor:
+    """(B L 1) bool: True at the valid positions t < lengths[b]."""
+    return (torch.arange(length, device=lengths.device)[None, :] < lengths[:, None])[..., None]
 
 
 def recurrence_parameters(module: nn.Module) -> list[nn.Parameter]:

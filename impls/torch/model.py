@@ -9,9 +9,11 @@
               retrieval: rows b and B + b of (2B L) inputs are one pair of documents, pooled to z1, z2 (B H):
               Linear(H -> d_out)(gelu(Linear(4H -> H)([z1, z2, z1 - z2, z1 * z2])))
 
-Evaluation mode (`model.eval()`) computes exactly the reference's `model.forward`. Training mode:
-BatchNorm normalises with the statistics of the batch (all B x L positions, padding included) and
-updates the stored ones (PyTorch's rule with `config.BATCHNORM_MOMENTUM`, unbiased variance); dropout draws one mask
+Evaluation mode (`model.eval()`) computes exactly the reference's `model.forward`. Padded rows (`lengths`):
+with `padding = "masked"` (the default) every mixer sees each row's valid positions only, as if the row were
+alone (docs/models.md, "Padding and packed sequences"); "unmasked" runs the mixers over the padding. Training
+mode: BatchNorm normalises with the statistics of the batch (all B x L positions; with padding "masked" the
+valid ones only) and updates the stored ones (PyTorch's rule with `config.BATCHNORM_MOMENTUM`, unbiased variance); dropout draws one mask
 per sequence and feature and uses it at every time step. GELU is the exact erf form. With
 `checkpoint=True` each block's activations are recomputed in the backward pass instead of stored.
 
@@ -35,7 +37,7 @@ from linrnn.impls.config import BATCHNORM_MOMENTUM, ModelConfig
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.torch.attention import Attention
 from linrnn.impls.torch.dlr import DLR
-from linrnn.impls.torch.layer import MODES, export_bundle, load_bundle, torch_dtype
+from linrnn.impls.torch.layer import MODES, export_bundle, load_bundle, padding_mask, torch_dtype
 from linrnn.impls.torch.lru import LRU
 from linrnn.impls.torch.rotrnn import RotRNN
 from linrnn.impls.torch.s4d import S4D
@@ -70,12 +72,21 @@ class Norm(nn.Module):
         finally:
             self.frozen = False
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x (B L H) -> (B L H)"""
+    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B L H) -> (B L H); valid (B L 1) bool or None: BatchNorm's batch statistics count these positions only"""
         if self.kind == "layer":
             return F.layer_norm(x, x.shape[-1:], self.scale, self.bias, self.eps)
-        return F.batch_norm(x.transpose(1, 2), self.mean, self.var, self.scale, self.bias, training=self.training,
-                            momentum=0.0 if self.frozen else self.momentum, eps=self.eps).transpose(1, 2)
+        if valid is None or not self.training:
+            return F.batch_norm(x.transpose(1, 2), self.mean, self.var, self.scale, self.bias, training=self.training,
+                                momentum=0.0 if self.frozen else self.momentum, eps=self.eps).transpose(1, 2)
+        n = valid.sum()                                                       # the valid positions of the batch
+        mean = torch.where(valid, x, 0.0).sum((0, 1)) / n                     # (H,)
+        var = torch.where(valid, (x - mean) ** 2, 0.0).sum((0, 1)) / n        # (H,) biased
+        if not self.frozen:
+            with torch.no_grad():                                             # PyTorch's rule, unbiased variance
+                self.mean.mul_(1 - self.momentum).add_(self.momentum * mean)
+                self.var.mul_(1 - self.momentum).add_(self.momentum * var * n / (n - 1).clamp(min=1))
+        return (x - mean) * torch.rsqrt(var + self.eps) * self.scale + self.bias
 
 
 class GLU(nn.Module):
@@ -117,14 +128,15 @@ class Block(nn.Module):
         self.glu = GLU(H, dtype, device)
         self.dropout = TimeSharedDropout(cfg.dropout)
 
-    def forward(self, x: torch.Tensor, mode: str) -> torch.Tensor:
-        """x (B L H) -> (B L H)"""
-        z = self.norm(x) if self.prenorm else x
-        z, _ = self.mixer(z, mode, final_state=False)
+    def forward(self, x: torch.Tensor, mode: str, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B L H) -> (B L H); lengths (B,) or None: the mixer and BatchNorm see each row's valid positions only"""
+        valid = None if lengths is None else padding_mask(lengths, x.shape[1])
+        z = self.norm(x, valid) if self.prenorm else x
+        z, _ = self.mixer(z, mode, final_state=False, lengths=lengths)
         z = self.dropout(F.gelu(z))                     # exact erf GELU (PyTorch's default)
         z = self.dropout(self.glu(z))
         x = x + z
-        return x if self.prenorm else self.norm(x)
+        return x if self.prenorm else self.norm(x, valid)
 
 
 class Model(nn.Module):
@@ -220,11 +232,12 @@ class Model(nn.Module):
               or lengths.min() < 1 or lengths.max() > L):
             raise LinrnnError(f"lengths: expected integers of shape ({B},) in [1, {L}], found {lengths!r}")
         recompute = checkpoint and self.training and torch.is_grad_enabled()
+        masked = lengths if self.config.padding == "masked" and bool((lengths < L).any()) else None
         for block in self.layers:
             if recompute:
-                x = recompute_in_backward(block, x, mode, use_reentrant=False,
+                x = recompute_in_backward(block, x, mode, masked, use_reentrant=False,
                                           context_fn=lambda b=block: (contextlib.nullcontext(),
                                                                       b.norm.frozen_statistics()))
             else:
-                x = block(x, mode)
+                x = block(x, mode, masked)
         return self.decode(self.pool(x, lengths))

@@ -148,11 +148,15 @@ def test_unknown_backend_mode_dtype(cli, files, option, message):
     assert message in line
 
 
-def test_lengths_on_a_layer_bundle(cli, files):
-    np.save(files / "n.npy", np.array([5, 5]))
+@pytest.mark.parametrize("option, array, message", [
+    ("--segments", np.zeros((2, 4), dtype=np.int64), "segments: expected integer ids of shape (2, 5), found int64 (2, 4)"),
+    ("--lengths", np.array([5, 6]), "lengths: expected values in [1, 5], found [5, 6]"),
+])
+def test_bad_lengths_or_segments(cli, files, option, array, message):
+    np.save(files / "a.npy", array)
     line = cli.error_line("apply", "--params", files / "layer.npz", "--input", files / "u.npy",
-                      "--out", files / "y.npy", "--lengths", files / "n.npy")
-    assert "lengths: only a model bundle (with pooling) takes lengths" in line
+                          "--out", files / "y.npy", option, files / "a.npy")
+    assert message in line
 
 
 def test_unwritable_output(cli, files):

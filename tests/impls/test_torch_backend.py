@@ -64,8 +64,8 @@ def test_apply_bundle_names_the_bad_field():
         torch_backend.apply_bundle(bundle, u, "fft", "float64")
     with pytest.raises(LinrnnError, match="^dtype: the torch backend computes in float32, float64, found 'float16'"):
         torch_backend.apply_bundle(bundle, u, "scan", "float16")
-    with pytest.raises(LinrnnError, match="^lengths: only a model bundle"):
-        torch_backend.apply_bundle(bundle, u, "scan", "float64", np.array([4]))
+    with pytest.raises(LinrnnError, match=r"^lengths: expected integers of shape \(1,\)"):
+        torch_backend.apply_bundle(bundle, u, "scan", "float64", np.array([4, 4]))
     with pytest.raises(LinrnnError, match=r"^input: expected shape \(B, L, 3\)"):
         torch_backend.apply_bundle(bundle, np.zeros((1, 4, 2)), "scan", "float64")
 

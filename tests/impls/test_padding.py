@@ -1,0 +1,158 @@
+"""Padded rows and packed sequences (docs/models.md, "Padding and packed sequences"): a padded row gives the output of
+the row alone, for every model, both directions, every backend; BatchNorm's training statistics count the valid
+positions only; the papers' behaviour is the named option `padding = "unmasked"`; bad combinations are one line.
+
+Before, the backward scan of a bidirectional layer ran through the padding before it reached the last real token,
+so a row of 10 tokens padded to 16 gave outputs 0.05 (LRU), 0.08 (DLR) or 0.009 (RotRNN) away from the same 10
+tokens alone, in all three backends. Randomised lengths and segmentations are in
+properties/test_packing_properties.py.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import torch
+
+from linrnn.impls import backends
+from linrnn.impls import jax as lj
+from linrnn.impls.config import KINDS, ModelConfig, mixer_config, modes
+from linrnn.impls.errors import LinrnnError
+from linrnn.impls.init import init
+from linrnn.impls.reference import apply_mixer
+from linrnn.impls.reference.model import forward as reference_forward
+from linrnn.impls.tolerance import assert_close
+from linrnn.impls.torch import MIXERS as TORCH_MIXERS
+from linrnn.impls.torch import Model
+
+VOCAB, H, N = 12, 4, 4
+TOKENS = np.random.default_rng(0).integers(0, VOCAB, (2, 12))
+LENGTHS = np.array([7, 12])
+
+
+def model_bundle(kind: str, bidirectional: bool, **fields):
+    mixer = mixer_config(kind, H, N, heads=2, bidirectional=bidirectional,
+                         **({"window": 4} if kind == "attention" and bidirectional else {}))
+    return init(ModelConfig(mixer=mixer, n_layers=2, vocab_size=VOCAB, d_output=3, **fields), 0)
+
+
+def test_the_issue_command_gives_row_zero_alone(cli, tmp_path):
+    """The command of the issue, on the command line: row 0 of a padded batch against its tokens alone."""
+    np.save(tmp_path / "toks.npy", TOKENS)
+    np.save(tmp_path / "lens.npy", LENGTHS)
+    np.save(tmp_path / "alone.npy", TOKENS[:1, :LENGTHS[0]])
+    assert cli.run("params", "init", "--model", "lru", "--bidirectional", "--layers", 2, "--d-model", 8, "--state", 8,
+                   "--vocab-size", VOCAB, "--d-output", 5, "--pooling", "mean", "--seed", 0,
+                   "--out", tmp_path / "m.npz")[0] == 0
+    for backend in ("reference", "torch", "jax"):
+        assert cli.run("apply", "--params", tmp_path / "m.npz", "--input", tmp_path / "toks.npy", "--lengths",
+                       tmp_path / "lens.npy", "--out", tmp_path / "y.npy", "--dtype", "float64",
+                       "--backend", backend)[0] == 0
+        assert cli.run("apply", "--params", tmp_path / "m.npz", "--input", tmp_path / "alone.npy",
+                       "--out", tmp_path / "y1.npy", "--dtype", "float64", "--backend", backend)[0] == 0
+        assert_close(f"{backend} row 0 padded vs alone", np.load(tmp_path / "y1.npy")[0], np.load(tmp_path / "y.npy")[0],
+                     "forward", "float64", int(LENGTHS[0]), 1.0)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("kind", KINDS + ("attention",))
+def test_a_padded_row_gives_the_row_alone_in_every_backend(kind, bidirectional):
+    """Every mode of the reference and PyTorch, JAX's default (its compiles are the cost), against the reference's
+    row alone (the command line test above compares each backend with itself)."""
+    bundle = model_bundle(kind, bidirectional)
+    alone = reference_forward(bundle, TOKENS[:1, :LENGTHS[0]], mode=modes("reference", kind)[0])[0]
+    for backend in ("reference", "torch", "jax"):
+        impl = backends.backend(backend)
+        for mode in modes(backend, kind)[:1] if backend == "jax" else modes(backend, kind):
+            if mode == "step" and bidirectional:
+                continue
+            padded = impl.apply_bundle(bundle, TOKENS, mode=mode, dtype="float64", lengths=LENGTHS)
+            assert_close(f"{kind} {backend} {mode}", alone, padded[0], "forward", "float64", 12, 1.0)
+
+
+def test_unmasked_padding_is_the_papers_behaviour():
+    """`padding = "unmasked"` (the S5 code's): the mixers run over the padding, so a bidirectional row differs from
+    the row alone, in every backend alike (the reference runs the padded row with no lengths)."""
+    bundle = model_bundle("lru", True, padding="unmasked")
+    alone = reference_forward(bundle, TOKENS[:1, :LENGTHS[0]])[0]
+    through = reference_forward(bundle, TOKENS, LENGTHS)[0]
+    assert np.max(np.abs(through - alone)) > 1e-3
+    for backend in ("torch", "jax"):
+        got = backends.backend(backend).apply_bundle(bundle, TOKENS, dtype="float64", lengths=LENGTHS)[0]
+        assert_close(f"{backend} unmasked", through, got, "forward", "float64", 12, 1.0)
+
+
+def norm_input_statistics(bundle):
+    """The mean and unbiased variance of the first block's BatchNorm input (the embedding) over the valid positions."""
+    x = bundle.params["encoder.weight"][TOKENS]                                       # (B L H)
+    valid = x[np.arange(TOKENS.shape[1])[None, :] < LENGTHS[:, None]]                 # (n H)
+    return valid.mean(axis=0), valid.var(axis=0, ddof=1)
+
+
+def test_batchnorm_counts_the_valid_positions_only_in_training():
+    bundle = model_bundle("lru", True, norm="batch")
+    mean, var = norm_input_statistics(bundle)
+    m = 0.1                                                                           # BATCHNORM_MOMENTUM
+    expected = {"mean": m * mean, "var": (1 - m) + m * var}
+    model = Model.from_bundle(bundle, torch.float64).train()
+    model(torch.tensor(TOKENS), torch.tensor(LENGTHS))
+    with lj.float64():
+        params = lj.from_bundle(bundle, "float64")
+        _, stats = lj.model.forward_train(params, bundle.config, jnp.asarray(TOKENS), lengths=jnp.asarray(LENGTHS))
+    for key in ("mean", "var"):
+        assert_close(f"torch norm.{key}", expected[key], getattr(model.layers[0].norm, key).detach().numpy(),
+                     "forward", "float64")
+        assert_close(f"jax norm.{key}", expected[key], np.asarray(stats[f"layers.0.norm.{key}"]), "forward", "float64")
+
+
+def test_a_layer_zeroes_its_padding_and_returns_no_state():
+    cfg = mixer_config("lru", H, N, bidirectional=True)
+    bundle = init(cfg, 1)
+    u = np.random.default_rng(2).standard_normal((2, 6, H))
+    lengths = np.array([4, 6])
+    y, state = apply_mixer(cfg, bundle.params, u, "sequential", lengths=lengths)
+    assert state is None and not np.any(y[0, 4:])
+    layer = TORCH_MIXERS["lru"].from_bundle(bundle)
+    y_t, state_t = layer(torch.tensor(u), "scan", lengths=torch.tensor(lengths))
+    assert state_t is None and not torch.any(y_t[0, 4:])
+    assert_close("torch layer with lengths", y, y_t.detach().numpy(), "forward", "float64", 6, 1.0)
+
+
+@pytest.mark.parametrize("call, message", [
+    (dict(lengths=np.array([2, 3]), segments=np.zeros((2, 3), np.int64)),
+     "lengths, segments: give one of them (padding is a segment of its own), found both"),
+    (dict(segments=np.zeros((2, 3), np.int64), state=True),
+     "state: with segments every row or segment starts from a zero state and none is returned"),
+    (dict(segments=np.zeros((2, 4), np.int64)), "segments: expected integer ids of shape (2, 3), found int64 (2, 4)"),
+    (dict(lengths=np.array([0, 3])), "lengths: expected values in [1, 3], found [0, 3]"),
+])
+def test_bad_lengths_and_segments_are_one_line_errors_in_every_backend(call, message):
+    cfg = mixer_config("lru", H, N)
+    bundle = init(cfg, 0)
+    u = np.zeros((2, 3, H))
+    state = np.zeros((2, N), np.complex128) if call.pop("state", False) else None
+    calls = {"reference": lambda: apply_mixer(cfg, bundle.params, u, "sequential", x0=state, **call),
+             "torch": lambda: TORCH_MIXERS["lru"].from_bundle(bundle)(
+                 torch.tensor(u), "scan", None if state is None else torch.tensor(state), **call),
+             "jax": lambda: lj.apply(lj.from_bundle(bundle, "float64"), cfg, jnp.asarray(u), "scan", state, **call)}
+    for backend, run in calls.items():
+        with pytest.raises(LinrnnError) as err:
+            run()
+        assert message in str(err.value) and len(str(err.value).splitlines()) == 1, (backend, err.value)
+
+
+def test_jax_segments_under_jit_take_the_step_mode():
+    """Traced segment ids cannot be gathered into rows (data-dependent shapes): one line naming the mode that can,
+    `step`, whose resets take traced ids."""
+    cfg = mixer_config("lru", H, N)
+    bundle = init(cfg, 0)
+    params = lj.from_bundle(bundle, "float64")
+    u = jnp.asarray(np.random.default_rng(3).standard_normal((1, 5, H)))
+    segments = jnp.asarray([[0, 0, 1, 1, 1]])
+    with pytest.raises(LinrnnError, match="use mode step, which takes traced ids"):
+        jax.jit(lambda x, s: lj.apply(params, cfg, x, "scan", segments=s)[0])(u, segments)
+    got = jax.jit(lambda x, s: lj.apply(params, cfg, x, "step", segments=s)[0])(u, segments)
+    expected, _ = apply_mixer(cfg, bundle.params, np.asarray(u), "sequential", segments=np.asarray(segments))
+    assert_close("jax step with traced segments", expected, np.asarray(got), "forward", "float64", 5, 1.0)
