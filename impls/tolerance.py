@@ -199,7 +199,23 @@ SCALED: dict[tuple[str, str], ScaledTolerance] = {
         "S2_t = (1 - gamma^2) sum_{k<t} k gamma^(2k) <= min(t^2 (1 - gamma^2) / 2, gamma^2 / (1 - gamma^2)); "
         "the delta term is attained at N = 2 (A / gamma a multiple of a rotation), so the factor 2 is the margin",
     ),
+    ("central_difference", "float64"): ScaledTolerance(
+        2.0,
+        "a derivative against the central difference D(h) = (g(p + h d) - g(p - h d)) / 2h of the computed g: "
+        "D(h)'s truncation error (c h^2 + O(h^4)) is estimated by Richardson from D(2h), |D(2h) - D(h)| / 3, "
+        "and its rounding is at most the gradient kind's error of g divided by h: scale = |D(2h) - D(h)| / eps "
+        "+ 128 memory max|g| / h (`central_difference_scale`); the factor 2 leaves 6 times the truncation "
+        "estimate, for the O(h^4) term",
+    ),
 }
+
+
+def central_difference_scale(d_h, d_2h, g_max: float, h: float, memory: float = 1.0) -> float:
+    """The scale of SCALED['central_difference']: |D(2h) - D(h)| / eps + 128 memory max|g| / h (float64)."""
+    eps = float(np.finfo(np.float64).eps)
+    spread = float(np.max(np.abs(np.asarray(d_2h) - np.asarray(d_h)))) if np.size(d_h) else 0.0
+    return spread / eps + FACTORS["gradient"][0] * memory * g_max / h
+
 
 def scaled_tolerance(kind: str, dtype: str, scale: float) -> float:
     """The allowed error for a comparison of `kind` in `dtype` at the given scale (see SCALED)."""

@@ -135,7 +135,20 @@ def apply(params: Params, cfg: MixerConfig, u: jnp.ndarray, mode: str = "scan", 
         return attention.apply(params, cfg, jnp.asarray(u).astype(params["W_o"].dtype), mode), None
     check_compute_dtype(params["D"])
     u = jnp.asarray(u).astype(params["D"].dtype)
-    return _run(materialise(params, cfg), cfg, u, mode, state)
+    return _run_checked(materialise(params, cfg), cfg, u, mode, state)
+
+
+def _run_checked(sys, cfg: MixerConfig, u, mode: str, state):
+    """`_run`, with JAX's refusal of forward-mode autodiff through a `custom_vjp` (the `scan` mode's adjoint
+    backward, `scan.chunked` and `pallas_scan`) as a one-line LinrnnError that names the modes that support it."""
+    try:
+        return _run(sys, cfg, u, mode, state)
+    except TypeError as err:
+        if "forward-mode" not in str(err) or "custom_vjp" not in str(err):
+            raise
+        raise LinrnnError(f"mode {mode}: its backward is the adjoint scan (a jax.custom_vjp), which has no forward "
+                          f"mode (jax.jvp, jax.jacfwd, jax.linearize); use mode sequential, conv or step, or reverse "
+                          f"mode (jax.grad, jax.vjp, jax.jacrev, jax.hessian)") from None
 
 
 def apply_system(sys, cfg: MixerConfig, u: jnp.ndarray, mode: str = "scan", state=None):
@@ -148,7 +161,7 @@ def apply_system(sys, cfg: MixerConfig, u: jnp.ndarray, mode: str = "scan", stat
     check_call(cfg, mode, np.shape(u), state)
     if cfg.kind == "attention":
         raise LinrnnError("attention has no materialised system: use apply(params, cfg, u, mode)")
-    return _run(sys, cfg, u, mode, state)
+    return _run_checked(sys, cfg, u, mode, state)
 
 
 @partial(jax.jit, static_argnames=("cfg",))

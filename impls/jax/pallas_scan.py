@@ -28,8 +28,11 @@ conj(c) g). The recurrence is holomorphic in (log_lam, v, x0), so with g = d los
 
 (in PyTorch's convention every lambda here would be conj(lambda)). The reverse recurrence runs the
 forward kernel with its time index reversed (no flipped copies of g or a). The sum over t is an XLA
-reduction of a_t x_{t-1}, fused into one pass. Reverse mode only: a `custom_vjp` has no JVP, so
-`jax.jvp` / `jax.jacfwd` through `scan` raise.
+reduction of a_t x_{t-1}, fused into one pass. The kernel in either direction is one `custom_vjp`
+function (`_directed`) whose backward calls it in the other direction, so the backward is itself
+differentiable by the same rule: second derivatives (`jax.hessian`, a gradient of a gradient) run the
+kernel again. Reverse mode only: a `custom_vjp` has no JVP, so `jax.jvp` / `jax.jacfwd` through `scan`
+raise (the layer's `scan` mode turns that into a one-line LinrnnError naming the modes that have one).
 
 Residuals: the forward output itself, not chunk boundaries to recompute from. The states are needed
 by the read-out's own backward (d loss / d C = sum_t g_y x_t), so a layer keeps them alive anyway:
@@ -135,27 +138,39 @@ def _scan_pallas(lam: jnp.ndarray, v: jnp.ndarray, x0: jnp.ndarray, reverse: boo
     return lax.complex(x_re, x_im)                                      # (L N)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
-def _scan(log_lam, v, x0, interpret, block_n):
-    return _scan_pallas(jnp.exp(log_lam), v, x0, False, interpret, block_n)
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5))
+def _directed(log_lam, v, x0, reverse, interpret, block_n):
+    """The kernel's recurrence in either direction: x_t = lambda x_{t-1} + v_t from x_{-1} = x0, or (reverse)
+    x_t = lambda x_{t+1} + v_t from x_L = x0. Its VJP is the same function in the other direction, so the
+    backward is differentiable again, to any order (jax.hessian; module docstring)."""
+    return _scan_pallas(jnp.exp(log_lam), v, x0, reverse, interpret, block_n)
 
 
-def _scan_fwd(log_lam, v, x0, interpret, block_n):
-    lam = jnp.exp(log_lam)                                              # (N,)
-    states = _scan_pallas(lam, v, x0, False, interpret, block_n)        # (L N)
-    return states, (lam, x0, states)
+def _directed_fwd(log_lam, v, x0, reverse, interpret, block_n):
+    states = _directed(log_lam, v, x0, reverse, interpret, block_n)    # (L N)
+    return states, (log_lam, x0, states)
 
 
-def _scan_bwd(interpret, block_n, residuals, g):
+def _directed_bwd(reverse, interpret, block_n, residuals, g):
     """JAX's cotangents (the transpose, no conjugation): see the module docstring."""
-    lam, x0, states = residuals
-    a = _scan_pallas(lam, g, jnp.zeros_like(x0), True, interpret, block_n)   # (L N)  a_t = g_t + lam a_{t+1}
-    x_prev = jnp.concatenate([x0[None], states[:-1]], axis=0)               # (L N)  x_{t-1}
-    grad_log_lam = lam * jnp.sum(a * x_prev, axis=0)                         # (N,)
-    return grad_log_lam, a, lam * a[0]
+    log_lam, x0, states = residuals
+    lam = jnp.exp(log_lam)                                              # (N,)
+    a = _directed(log_lam, g, jnp.zeros_like(x0), not reverse, interpret, block_n)   # the adjoint, the other way
+    if not reverse:                                                     # a_t = g_t + lam a_{t+1}
+        neighbour, first = jnp.concatenate([x0[None], states[:-1]], axis=0), a[0]      # x_{t-1}
+    else:                                                               # a_t = g_t + lam a_{t-1}
+        neighbour, first = jnp.concatenate([states[1:], x0[None]], axis=0), a[-1]      # x_{t+1}
+    return lam * jnp.sum(a * neighbour, axis=0), a, lam * first
 
 
-_scan.defvjp(_scan_fwd, _scan_bwd)
+_directed.defvjp(_directed_fwd, _directed_bwd)
+
+
+def _scan(log_lam, v, x0, interpret, block_n):
+    return _directed(log_lam, v, x0, False, interpret, block_n)
+
+
+
 
 
 def check_inputs(log_lam: jnp.ndarray, v: jnp.ndarray, x0: jnp.ndarray) -> None:

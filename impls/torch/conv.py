@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import torch
 
+from linrnn.impls.torch.autodiff import recorded, transformed, vjp_through
+
 
 def fft_length(length: int, kernel_length: int) -> int:
     """The smallest power of two >= L + Lk."""
@@ -71,9 +73,11 @@ class DepthwiseConv(torch.autograd.Function):
         return depthwise_forward(k, u)
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx, g):
-        return depthwise_gradients(*ctx.saved_tensors, g, *ctx.needs_input_grad)
+        if recorded(g):                             # a derivative of the backward: the plain route's (`autodiff`)
+            return vjp_through(causal_conv, ctx.saved_tensors, ctx.needs_input_grad, (g,))
+        with torch.no_grad():
+            return depthwise_gradients(*ctx.saved_tensors, g, *ctx.needs_input_grad)
 
 
 def depthwise_gradients(k: torch.Tensor, u: torch.Tensor, g: torch.Tensor, need_k: bool = True,
@@ -112,7 +116,10 @@ def _channel_blocks(H: int) -> list[slice]:
 
 
 def depthwise_conv(k: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """`causal_conv` for a real kernel k (Lk H) and real input u (B L H), with its own backward."""
+    """`causal_conv` for a real kernel k (Lk H) and real input u (B L H), with its own backward (under a
+    torch.func transform or forward-mode AD, `causal_conv` itself: `autodiff`)."""
+    if transformed(k, u):
+        return causal_conv(k, u)
     if torch.is_grad_enabled() and (k.requires_grad or u.requires_grad):
         return DepthwiseConv.apply(k, u)
     return depthwise_forward(k, u)

@@ -48,7 +48,8 @@ from torch.utils.checkpoint import checkpoint
 
 from linrnn.impls.config import DLRConfig
 from linrnn.impls.torch import scan as scans
-from linrnn.impls.torch.conv import depthwise_conv, depthwise_forward, depthwise_gradients
+from linrnn.impls.torch.autodiff import recorded, transformed, vjp_through
+from linrnn.impls.torch.conv import causal_conv, depthwise_conv, depthwise_forward, depthwise_gradients
 from linrnn.impls.torch.layer import Mixer
 from linrnn.impls.torch.scan import complex_dtype
 
@@ -208,19 +209,24 @@ class ChunkedScan(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, K, log_lam, W, u, x0, with_state):
-        (T, H), (B, L, _) = K.shape, u.shape
-        C = -(-L // T)
-        chunks = _padded_chunks(u, T)                                       # (B C T H)
-        y = depthwise_forward(K, chunks.view(B * C, T, H)).view(B, C, T, H)
-        X = carries(log_lam, W, chunks, L, x0, with_state, y)
-        ctx.save_for_backward(K, log_lam, W, u, X)
+        y, X = chunked_scan(K, log_lam, W, u, x0, with_state, depthwise_forward)
+        ctx.save_for_backward(K, log_lam, W, u, X, x0)
         ctx.has_x0, ctx.with_state = x0 is not None, with_state
-        return y.view(B, C * T, H)[:, :L], (X[:, C].clone() if with_state else None)
+        C = X.shape[1] - 1
+        return y, (X[:, C].clone() if with_state else None)
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx, g_y, g_x):
-        K, log_lam, W, u, X = ctx.saved_tensors
+        if recorded(g_y, g_x):                      # a derivative of the backward: the plain route's (`autodiff`)
+            K, log_lam, W, u, _, x0 = ctx.saved_tensors
+            return vjp_through(plain_chunked_scan, (K, log_lam, W, u, x0, ctx.with_state), ctx.needs_input_grad,
+                               (g_y, g_x))
+        with torch.no_grad():
+            return ChunkedScan._adjoint(ctx, g_y, g_x)
+
+    @staticmethod
+    def _adjoint(ctx, g_y, g_x):
+        K, log_lam, W, u, X, _ = ctx.saved_tensors
         need_K, need_log, need_W, need_u, need_x0 = ctx.needs_input_grad[:5]
         (T, H), (B, L, _), N = K.shape, u.shape, log_lam.shape[0]
         C = -(-L // T)
@@ -260,6 +266,26 @@ class ChunkedScan(torch.autograd.Function):
             a if ctx.has_x0 and need_x0 else None, None
 
 
+def chunked_scan(K, log_lam, W, u, x0, with_state, convolve):
+    """`ChunkedScan`'s forward with the in-chunk convolution `convolve(K, chunks)`.
+
+    -> y (B L H), X (B C+1 H N) complex: the carries (`carries`)
+    """
+    (T, H), (B, L, _) = K.shape, u.shape
+    C = -(-L // T)
+    chunks = _padded_chunks(u, T)                                           # (B C T H)
+    y = convolve(K, chunks.reshape(B * C, T, H)).reshape(B, C, T, H)       # a view of the fast route's buffer
+    X = carries(log_lam, W, chunks, L, x0, with_state, y)
+    return y.view(B, C * T, H)[:, :L], X
+
+
+def plain_chunked_scan(K, log_lam, W, u, x0, with_state):
+    """`ChunkedScan`'s outputs in plain differentiable operations (its plain route, `autodiff`): the same chunks
+    and carries, the in-chunk convolution by `conv.causal_conv`.     -> y (B L H), x_L (B H N) or None"""
+    y, X = chunked_scan(K, log_lam, W, u, x0, with_state, causal_conv)
+    return y, (X[:, -1] if with_state else None)
+
+
 def carries(log_lam, W, chunks, L, x0, with_state, y):
     """`ChunkedScan`'s pass over the chunks: add each chunk's free response to y, in place, and form the carries.
 
@@ -269,17 +295,18 @@ def carries(log_lam, W, chunks, L, x0, with_state, y):
     """
     (B, C, T, H), N = chunks.shape, log_lam.shape[0]
     P_free = _powers(log_lam, 1, T + 1)                                     # (T 2N)  lambda^(t+1)
-    X = torch.zeros(B, C + 1, H, N, dtype=complex_dtype(chunks.dtype), device=chunks.device)
-    if x0 is not None:
-        X[:, 0] = x0
-    for c in range(C):
+    zero = torch.zeros(B, H, N, dtype=complex_dtype(chunks.dtype), device=chunks.device)
+    X = [zero if x0 is None else x0]                                        # a list: each carry stays as formed,
+    for c in range(C):                                                      # so autograd can differentiate it
         if c > 0 or x0 is not None:
-            y[:, c] += (_conj_pairs(W * X[:, c]) @ P_free.T).transpose(1, 2)
+            y[:, c] += (_conj_pairs(W * X[c]) @ P_free.T).transpose(1, 2)
         if c < C - 1 or with_state:
             r = min(T, L - c * T)
             E = chunks[:, c, :r].transpose(1, 2) @ _powers(log_lam, 0, r, descending_from=r - 1)   # (B H 2N)
-            X[:, c + 1] = _power(log_lam, r) * X[:, c] + _as_complex(E)
-    return X
+            X.append(_power(log_lam, r) * X[c] + _as_complex(E))
+        else:
+            X.append(zero)
+    return torch.stack(X, dim=1)
 
 
 def _padded_chunks(x: torch.Tensor, T: int) -> torch.Tensor:
@@ -323,7 +350,10 @@ def scan(f: DLRForm, cfg: DLRConfig, u: torch.Tensor, x0: torch.Tensor | None = 
          final_state: bool = True):
     T = chunk_length(u.shape[1], f.log_lam.shape[0]) if chunk is None else min(chunk, u.shape[1])
     def causal(W, D, v, x, with_state):
-        return ChunkedScan.apply(kernel(f.log_lam, W, T, D), f.log_lam, W, v, x, with_state)
+        K = kernel(f.log_lam, W, T, D)
+        if transformed(K, f.log_lam, W, v, x):
+            return plain_chunked_scan(K, f.log_lam, W, v, x, with_state)
+        return ChunkedScan.apply(K, f.log_lam, W, v, x, with_state)
     return _both_directions(f, cfg, u, x0, final_state, causal)
 
 

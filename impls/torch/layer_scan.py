@@ -39,6 +39,7 @@ from __future__ import annotations
 import torch
 
 from linrnn.impls.torch import scan as scans
+from linrnn.impls.torch.autodiff import recorded, transformed, vjp_through
 from linrnn.impls.torch.layer import autocast_dtype
 
 BLOCK = 2**20       # at most this many complex entries (B x positions x n) in one block: 8 MiB in complex64
@@ -149,19 +150,23 @@ class DiagonalLayerScan(torch.autograd.Function):
                 _batch_major(y[:, s:e], _pairs(r) @ W_out_rev.T, add=True)
                 carry = r[0, :, 0]
         ctx.save_for_backward(u, W_in, log_lam, W_out, D, W_out_rev, torch.cat(forward_bounds, 1),
-                              None if W_out_rev is None else torch.cat(reverse_bounds, 1))
+                              None if W_out_rev is None else torch.cat(reverse_bounds, 1), x0)
         ctx.block, ctx.T, ctx.has_x0, ctx.amp = block, T, x0 is not None, autocast_dtype(u.device)
         return y, x_last
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx, g_y, g_last):
-        with torch.autocast(g_y.device.type, dtype=ctx.amp, enabled=ctx.amp is not None):
-            return DiagonalLayerScan._backward(ctx, g_y, g_last)
+        with torch.autocast(g_y.device.type, dtype=ctx.amp or torch.bfloat16, enabled=ctx.amp is not None):
+            if recorded(g_y, g_last):               # a derivative of the backward: the plain route's (`autodiff`)
+                u, W_in, log_lam, W_out, D, W_out_rev, _, _, x0 = ctx.saved_tensors
+                return vjp_through(plain_layer, (u, W_in, log_lam, W_out, D, x0, W_out_rev, ctx.block, ctx.T),
+                                   ctx.needs_input_grad, (g_y, g_last))
+            with torch.no_grad():
+                return DiagonalLayerScan._backward(ctx, g_y, g_last)
 
     @staticmethod
     def _backward(ctx, g_y, g_last):
-        u, W_in, log_lam, W_out, D, W_out_rev, forward_bounds, reverse_bounds = ctx.saved_tensors
+        u, W_in, log_lam, W_out, D, W_out_rev, forward_bounds, reverse_bounds, _ = ctx.saved_tensors
         block, T = ctx.block, ctx.T
         B, L, H = u.shape
         blocks = [(s, min(L, s + block)) for s in range(0, L, block)]
@@ -212,8 +217,20 @@ class DiagonalLayerScan(torch.autograd.Function):
         return g_u, g_W_in, lam.conj() * g_lam, g_W_out, g_D, g_x0, g_W_out_rev, None, None
 
 
+def plain_layer(u, W_in, log_lam, W_out, D, x0, W_out_rev, *_):
+    """`DiagonalLayerScan`'s outputs in plain differentiable operations: v = W_in u, the step loop
+    (`scan.sequential`), the read-out (its plain route, `autodiff`).     -> y (B L H), x_L (B n 2)"""
+    v = _pairs_of(u @ W_in.T, u.dtype)                                                    # (B L n 2)
+    states = scans.sequential(log_lam, v, x0)
+    y = torch.addcmul(states.flatten(-2) @ W_out.T, D, u)
+    if W_out_rev is not None:
+        y = y + scans.sequential(log_lam, v.flip(1)).flip(1).flatten(-2) @ W_out_rev.T
+    return y, states[:, -1]
+
+
 def layer_scan(log_lam, W_in, W_out, W_out_rev, D, u, x0=None):
-    """The diagonal layer's `scan` view through `DiagonalLayerScan`.
+    """The diagonal layer's `scan` view through `DiagonalLayerScan` (under a torch.func transform or forward-mode
+    AD, its plain route: `autodiff`).
 
     log_lam (n,) complex, W_in (2n H), W_out and W_out_rev (H 2n) or None, D (H,), u (B L H),
     x0 (B n 2) or None -> y (B L H), x_L (B n 2)
@@ -222,4 +239,6 @@ def layer_scan(log_lam, W_in, W_out, W_out_rev, D, u, x0=None):
     block = block_length(L, B, log_lam.shape[0])
     T = scans.chunk_length(block)
     log_lam = log_lam.to(scans.complex_dtype(u.dtype))
+    if transformed(u, W_in, log_lam, W_out, D, x0, W_out_rev):
+        return plain_layer(u, W_in, log_lam, W_out, D, x0, W_out_rev)
     return DiagonalLayerScan.apply(u, W_in, log_lam, W_out, D, x0, W_out_rev, block, T)

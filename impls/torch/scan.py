@@ -50,6 +50,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from linrnn.impls.torch.autodiff import recorded, transformed, vjp_through
+
 COMPLEX = {torch.float32: torch.complex64, torch.float64: torch.complex128}
 
 
@@ -74,7 +76,7 @@ def powers(log_lam: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
     modulus only: a part that is exactly zero (sin 0) must keep its derivative.
     Differentiable in log_lam through `Powers`, which keeps no (S n) intermediate for the backward.
     """
-    if torch.is_grad_enabled() and log_lam.requires_grad:
+    if torch.is_grad_enabled() and log_lam.requires_grad and not transformed(log_lam, steps):
         return Powers.apply(log_lam, steps)
     return _powers(log_lam, steps)
 
@@ -94,7 +96,8 @@ class Powers(torch.autograd.Function):
 
     Autograd through `_powers` would keep five (S n) intermediates (the exponent, the clamp, the mask,
     the modulus, the polar form): for DLR's kernel at L = 16384, N = 128, more than the layer's input.
-    A flushed power is a constant zero, as in `_powers` (its derivative is zero there too).
+    A flushed power is a constant zero, as in `_powers` (its derivative is zero there too). The backward is
+    made of differentiable operations, so autograd records it when asked (`create_graph=True`).
     """
 
     @staticmethod
@@ -103,7 +106,6 @@ class Powers(torch.autograd.Function):
         return _powers(log_lam, steps)
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
         log_lam, steps = ctx.saved_tensors
         return power_gradient(log_lam, steps, grad), None
@@ -171,14 +173,17 @@ def chunked(log_lam: torch.Tensor, v: torch.Tensor, x0: torch.Tensor | None = No
     """
     T = chunk_length(v.shape[1]) if chunk is None else chunk
     log_lam = log_lam.to(complex_dtype(v.dtype))
+    if transformed(log_lam, v, x0):
+        return sequential(log_lam, v, x0)               # the plain route (`autodiff`)
     if differentiable(v, log_lam, x0):
         return DiagonalScan.apply(log_lam, v, x0, T)
     return _forward(log_lam, v, x0, T)[0]
 
 
 def differentiable(*tensors) -> bool:
-    """Whether autograd records this call (then no `out=` buffers, which autograd does not support)."""
-    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+    """Whether autograd records this call, or a torch.func transform or forward-mode AD sees it (then no `out=`
+    buffers, which none of them supports)."""
+    return (torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)) or transformed(*tensors)
 
 
 # -- the chunked scan on complex chunks (B nc T n), forward or reverse in time ------------------------
@@ -304,14 +309,21 @@ class DiagonalScan(torch.autograd.Function):
     @staticmethod
     def forward(ctx, log_lam, v, x0, T):
         states, boundaries = _forward(log_lam, v, x0, T)
-        ctx.save_for_backward(log_lam, v, boundaries)
+        ctx.save_for_backward(log_lam, v, boundaries, x0)
         ctx.T, ctx.has_x0 = T, x0 is not None
         return states
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx, grad_states):
-        log_lam, v, boundaries = ctx.saved_tensors
+        log_lam, v, boundaries, x0 = ctx.saved_tensors
+        if recorded(grad_states):                   # a derivative of the backward: the plain route's (`autodiff`)
+            return vjp_through(lambda *a: sequential(*a[:3]), (log_lam, v, x0, ctx.T), ctx.needs_input_grad,
+                               (grad_states,))
+        with torch.no_grad():
+            return DiagonalScan._adjoint(ctx, grad_states, log_lam, v, boundaries)
+
+    @staticmethod
+    def _adjoint(ctx, grad_states, log_lam, v, boundaries):
         T, L = ctx.T, v.shape[1]
         lam_powers = powers(log_lam, torch.arange(T + 1, device=v.device, dtype=v.dtype))   # (T+1 n)
         adjoint, _ = scan_chunks(lam_powers.conj(), to_chunks(grad_states, T), None, reverse=True)  # (B nc T n)

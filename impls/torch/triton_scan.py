@@ -80,7 +80,8 @@ from types import SimpleNamespace
 import torch
 
 from linrnn.impls.errors import LinrnnError
-from linrnn.impls.torch.scan import chunk_length, complex_dtype, powers
+from linrnn.impls.torch.autodiff import recorded, transformed, vjp_through
+from linrnn.impls.torch.scan import chunk_length, complex_dtype, powers, sequential
 
 try:                       # an optional dependency: the module imports without it, `available()` says so
     import triton
@@ -309,14 +310,22 @@ class TritonDiagonalScan(torch.autograd.Function):
     def forward(ctx, log_lam, v, x0, T, K):
         lam, lam_T = transition(log_lam, T)
         states, starts = chunk_scan(lam, lam_T, v, x0, T, K)
-        ctx.save_for_backward(log_lam, v, starts)
+        ctx.save_for_backward(log_lam, v, starts, x0)
         ctx.T, ctx.K, ctx.has_x0 = T, K, x0 is not None
         return states
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx, grad_states):
-        log_lam, v, starts = ctx.saved_tensors
+        if recorded(grad_states):                   # a derivative of the backward: the plain route's (`autodiff`)
+            log_lam, v, _, x0 = ctx.saved_tensors
+            return vjp_through(lambda *a: sequential(*a[:3]), (log_lam, v, x0, ctx.T, ctx.K), ctx.needs_input_grad,
+                               (grad_states,))
+        with torch.no_grad():
+            return TritonDiagonalScan._adjoint(ctx, grad_states)
+
+    @staticmethod
+    def _adjoint(ctx, grad_states):
+        log_lam, v, starts, _ = ctx.saved_tensors
         T, K = ctx.T, ctx.K
         lam_conj, lam_T_conj = transition(log_lam, T, conjugate=True)
         adjoint, _ = chunk_scan(lam_conj, lam_T_conj, grad_states.contiguous(), None, T, K, reverse=True)
@@ -384,4 +393,6 @@ def scan(log_lam: torch.Tensor, v: torch.Tensor, x0: torch.Tensor | None = None,
     log_lam = log_lam.to(complex_dtype(v.dtype))
     if v.numel() == 0:                                                # B, L or n is 0: no states, no launch
         return v.clone()
+    if transformed(log_lam, v, x0):                                   # its plain route (`autodiff`)
+        return sequential(log_lam, v, x0)
     return TritonDiagonalScan.apply(log_lam, v.contiguous(), None if x0 is None else x0.contiguous(), T, lanes)

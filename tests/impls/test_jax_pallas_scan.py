@@ -90,9 +90,10 @@ def test_gradients_match_jax_vjp_of_sequential(L, dtype, block_n):
     assert_gradients_match("pallas scan", pallas(block_n), L, dtype)
 
 
-def test_gradients_match_finite_differences():
+def test_first_and_second_derivatives_match_finite_differences():
+    """order 2: the backward runs the kernel the other way, itself differentiable (a gradient of a gradient)."""
     log_lam, v, x0, _ = case(5, 1)
-    check_grads(jax.jit(pallas(4)), as_dtype("float64", log_lam, v, x0), order=1, modes=("rev",))
+    check_grads(jax.jit(pallas(4)), as_dtype("float64", log_lam, v, x0), order=2, modes=("rev",))
 
 
 def test_planted_conjugated_backward_transition_is_caught(monkeypatch):

@@ -98,7 +98,26 @@ def test_the_forward_saves_chunk_starts_not_states():
     log_lam, v, x0 = diagonal_inputs(0, 2, 17, 3, torch.float64)
     states = triton_scan.scan(log_lam, v, x0, chunk=4, lanes=4)
     saved = {tuple(t.shape) for t in states.grad_fn.saved_tensors}
-    assert saved == {(3,), (2, 17, 3, 2), (2, 5, 3, 2)}, saved          # log lambda, v, starts (B nc n 2)
+    assert saved == {(3,), (2, 17, 3, 2), (2, 5, 3, 2), (2, 3, 2)}, saved   # log lambda, v, starts (B nc n 2), x0
+
+
+def test_second_derivatives_and_forward_mode_equal_the_loops():
+    """A Hessian-vector product through the kernel (its backward recorded: the plain route's VJP, `autodiff`) and
+    forward mode (torch.func.jvp: the plain route) against the same through `scan.sequential`."""
+    log_lam, v, x0 = diagonal_inputs(5, 2, 9, 3, torch.float64)
+    direction = [torch.randn(t.shape, generator=torch.Generator().manual_seed(i), dtype=t.dtype)
+                 for i, t in enumerate((log_lam, v, x0))]
+
+    def hvp_and_jvp(f):
+        states = f(log_lam, v, x0)
+        grads = torch.autograd.grad((states ** 2).sum(), (log_lam, v, x0), create_graph=True)
+        hvp = torch.autograd.grad(sum((g * d.conj()).real.sum() for g, d in zip(grads, direction)), (log_lam, v, x0))
+        detached = [t.detach() for t in (log_lam, v, x0)]
+        return [as_numpy(t) for t in hvp] + [as_numpy(torch.func.jvp(f, tuple(detached), tuple(direction))[1])]
+
+    got = hvp_and_jvp(lambda *a: triton_scan.scan(*a, chunk=4, lanes=4))
+    for name, e, g in zip(("hvp log_lambda", "hvp v", "hvp x0", "jvp"), hvp_and_jvp(scan.sequential), got):
+        assert_close(name, e, g, "gradient", "float64", 9, R_MAX)
 
 
 @pytest.mark.parametrize("bug, checked", [
