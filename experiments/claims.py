@@ -637,6 +637,29 @@ def stored_rows(job: Job, previous: list[dict]) -> list[dict]:
     return found
 
 
+def _set_aside_another_config(out: Path, config) -> None:
+    """A run directory left by another config of the same job (the experiment's definition changed) is renamed
+    `NAME.replaced-N`, kept whole, and the job trains afresh; an unfinished run of the same config resumes."""
+    from linrnn.tasks.config import TrainConfig
+
+    saved = out / "config.json"
+    if not saved.exists():
+        return
+    try:
+        same = TrainConfig.from_dict(json.loads(saved.read_text())) == config
+    except (ValueError, LinrnnError):        # unreadable, or a config of older code: not this job's
+        same = False
+    if same:
+        return
+    n = 1
+    while out.with_name(f"{out.name}.replaced-{n}").exists():
+        n += 1
+    aside = out.with_name(f"{out.name}.replaced-{n}")
+    out.rename(aside)
+    print(f"{out.name}: the run directory holds another config; moved it to {aside.name} and training afresh",
+          flush=True)
+
+
 def run_job(job: Job, data_root: Path, runs_root: Path, progress: bool) -> dict:
     """Train `job` (or reuse its finished run directory) and return its row."""
     from linrnn.tasks.config import TrainConfig
@@ -650,6 +673,7 @@ def run_job(job: Job, data_root: Path, runs_root: Path, progress: bool) -> dict:
     row = {"name": job.name, **job.labels, "config": config.to_dict(), "data": _data_spec(job)}
     tic = time.perf_counter()
     if not reused:
+        _set_aside_another_config(out, config)
         try:
             train(config, out, data=folder, progress=progress, resume=(out / "checkpoint.npz").exists())
         except TrainingDiverged as err:

@@ -75,11 +75,15 @@ coefficients = st.one_of(st.just(0.0), st.floats(1e-100, 3.0), st.floats(-3.0, -
 @common
 @given(layers(), st.integers(1, 3), st.integers(1, 24), st.integers(0, 2**16))
 def test_recurrent_view_equals_kernel_view(layer, B, L, seed):
+    """The two views' rounding is relative to the terms summed into each output (output_terms), which can cancel:
+    a fresh seed (4242) drew RotRNN, bidirectional, L = 1, whose output of 1.6e-3 was left by summands of up to
+    0.1 (D u alone 0.036), so a rounding of 1.4e-17 (1.4e-16 of the summands) was 8.8e-15 of max|y|."""
     cfg, p, r = layer
     u = inputs(seed, B, L, cfg.d_model)
     y_seq, _ = apply_mixer(cfg, p, u, "sequential")
     y_conv, _ = apply_mixer(cfg, p, u, "conv")
-    assert_close(f"{cfg.kind} conv vs sequential", y_seq, y_conv, "forward", "float64", L, r)
+    assert_close(f"{cfg.kind} conv vs sequential", y_seq, y_conv, "forward", "float64", L, r,
+                 scale=output_terms(cfg, p, u))
 
 
 @common

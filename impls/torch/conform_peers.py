@@ -230,7 +230,12 @@ def linrnn_torch_scan(bundle: dict, config: dict, dtype: str = "float64"):
 MAMBA_MODULE = "mamba_ssm.ops.selective_scan_interface"
 MAMBA_ABSENT = "mamba_ssm is not installed (it needs CUDA to build)"
 MAMBA_FUNCTIONS = {"mamba-ssm-ref": "selective_scan_ref", "mamba-ssm": "selective_scan_fn"}
-MAMBA_FUSED_DEVICES = ("cuda",)       # where `selective_scan_fn` runs (the tests add "cpu" for a stand-in module)
+MAMBA_FUSED_DEVICES = ("cuda",)       # where `selective_scan_fn` runs (the tests add the CPU for a stand-in module)
+
+
+def _where(device: str | None) -> str:
+    """`device`, else the CUDA device where there is one, else torch's default device (no device is hard-coded)."""
+    return device or ("cuda" if torch.cuda.is_available() else torch.get_default_device().type)
 
 
 def mamba_missing(name: str = "mamba-ssm-ref", device: str | None = None) -> str | None:
@@ -245,20 +250,21 @@ def mamba_missing(name: str = "mamba-ssm-ref", device: str | None = None) -> str
     function = MAMBA_FUNCTIONS[name]
     if not callable(getattr(module, function, None)):
         return f"{MAMBA_MODULE} has no {function}"
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    device = _where(device)
     if name == "mamba-ssm" and device not in MAMBA_FUSED_DEVICES:
         return f"selective_scan_fn is mamba-ssm's fused CUDA kernel: it needs a CUDA device (here: {device})"
     return None
 
 
-def mamba_ssm_ref(bundle: dict, config: dict, dtype: str = "float64", device: str = "cpu"):
-    """mamba-ssm's `selective_scan_ref` as a scan target (see the module docstring for the mapping)."""
-    return _mamba_scan("mamba-ssm-ref", config, dtype, device)
+def mamba_ssm_ref(bundle: dict, config: dict, dtype: str = "float64", device: str | None = None):
+    """mamba-ssm's `selective_scan_ref` as a scan target (see the module docstring for the mapping), on `device`
+    (torch's default device when not given)."""
+    return _mamba_scan("mamba-ssm-ref", config, dtype, device or torch.get_default_device().type)
 
 
 def mamba_ssm(bundle: dict, config: dict, dtype: str = "float64", device: str | None = None):
     """mamba-ssm's fused CUDA kernel `selective_scan_fn` as a scan target (the same mapping), on the CUDA device."""
-    return _mamba_scan("mamba-ssm", config, dtype, device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    return _mamba_scan("mamba-ssm", config, dtype, _where(device))
 
 
 def _mamba_scan(name: str, config: dict, dtype: str, device: str):

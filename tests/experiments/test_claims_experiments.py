@@ -620,3 +620,23 @@ def test_a_data_folder_generated_with_other_options_is_refused_in_one_line(tmp_p
         reduced_training.ensure_data(tmp_path, bigger)
     (tmp_path / ".lo.generated.json").unlink()                  # no stamp: the folder is used as it is
     assert reduced_training.ensure_data(tmp_path, bigger) == tmp_path / "lo" and len(made) == 1
+
+
+def test_a_run_directory_of_another_config_is_set_aside_whole_and_the_same_configs_resumes(tmp_path, capsys):
+    """An experiment whose definition changed (more epochs, say) finds its old run directory: kept whole beside,
+    never resumed with the wrong config; an unfinished run of the same config is left to resume."""
+    config = TrainConfig(**tiny_jobs(False)[0].config)
+    out = tmp_path / "runs" / "job"
+    out.mkdir(parents=True)
+    (out / "config.json").write_text(json.dumps({**config.to_dict(), "steps": 99}))
+    (out / "checkpoint.npz").write_bytes(b"old")
+    claims._set_aside_another_config(out, config)
+    assert not out.exists() and (tmp_path / "runs" / "job.replaced-1" / "checkpoint.npz").read_bytes() == b"old"
+    assert "moved it to job.replaced-1" in capsys.readouterr().out
+    out.mkdir()
+    (out / "config.json").write_text(json.dumps(config.to_dict()))
+    claims._set_aside_another_config(out, config)
+    assert out.exists()                                          # the same config: it resumes
+    (out / "config.json").write_text("{not json")
+    claims._set_aside_another_config(out, config)
+    assert (tmp_path / "runs" / "job.replaced-2").exists()      # unreadable: set aside too, a second one

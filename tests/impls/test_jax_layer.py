@@ -126,6 +126,25 @@ def test_float32_runs_compute_in_float32_throughout(kind):
         assert all(s.dtype == (jnp.float32 if kind == "rotrnn" else jnp.complex64) for s in state)
 
 
+def test_rotrnn_normalisation_keeps_float64_precision_as_gamma_nears_1():
+    """xi = sqrt(1 - gamma^2) / ||B||_F materialised in float64 at gamma = 0.9999 and 0.999999, against 40 digits:
+    -expm1(-2 exp(gamma_log)), not 1 - gamma^2 as a difference (1.3e-13 and 5.5e-12 off here, 9 and 390 times the
+    tolerance). With M = 0 (P = I) and B all ones (||B||_F = 2), B~ = xi B holds xi itself."""
+    from linrnn.impls.jax import rotrnn
+
+    cfg = RotRNNConfig(d_model=2, d_state=2, heads=2)
+    gamma_log = np.log(-np.log(np.array([0.9999, 0.999999])))
+    params = {**init(cfg, 0).params, "M": np.zeros((2, 2, 2)), "gamma_log": gamma_log, "B": np.ones((2, 2, 2))}
+    rotated = rotrnn.materialise({k: jnp.asarray(v, jnp.float64) for k, v in params.items()}, cfg)
+    assert np.array_equal(np.asarray(rotated.P), np.broadcast_to(np.eye(2), (2, 2, 2)))
+    B_re = np.asarray(rotated.sys.B_re)                                    # (heads*N/2 H): one pair per head
+    assert B_re.dtype == np.float64
+    with mpmath.workdps(40):
+        exact = [float(mpmath.sqrt(-mpmath.expm1(-2 * mpmath.exp(g))) / 2) for g in gamma_log]
+    for h in range(2):
+        assert_close(f"xi of head {h}", np.full(2, exact[h]), B_re[h], "identity", "float64")
+
+
 def test_s4d_zoh_factor_keeps_float32_precision():
     """C~ = 2 C (exp(dt A) - 1)/A materialised in float32 at |dt A| = 5e-5: expm1, not exp - 1 (2e-4 off here)."""
     cfg = S4DConfig(d_model=4, d_state=1, dt_min=1e-4, dt_max=1e-4)

@@ -127,6 +127,20 @@ def test_s4d_zoh_factor_keeps_its_precision_at_small_dt_a():
     assert_close("C~ = 2 C (exp(dt A) - 1)/A", np.array(exact), s4d.output_weights(p)[:, 0], "identity", "float64")
 
 
+def test_rotrnn_normalisation_keeps_its_precision_as_gamma_nears_1():
+    """xi = sqrt(1 - gamma^2) / ||B||_F against 40 digits at gamma = 0.9999 and 0.999999 (||B||_F = 2 exactly):
+    1 - gamma^2 written as a difference is off by about eps / (1 - gamma^2) relative (1.3e-13 and 5.5e-12 here,
+    9 and 390 times the tolerance); as -expm1(-2 exp(gamma_log)) it is a few roundings."""
+    import mpmath
+
+    gamma_log = np.log(-np.log(np.array([0.9999, 0.999999])))
+    with mpmath.workdps(40):
+        exact = [float(mpmath.sqrt(-mpmath.expm1(-2 * mpmath.exp(g))) / 2) for g in gamma_log]
+    got = rotrnn.normalisation(gamma_log, np.ones((2, 2, 2)))
+    for h in range(2):
+        assert_close(f"xi at gamma = {rotrnn.decay(gamma_log)[h]:.7g}", exact[h], got[h], "identity", "float64")
+
+
 def test_s4d_bidirectional_counts_lag_zero_once():
     """The s4 code's two-sided kernel: the backward kernel starts at the next position."""
     cfg = S4DConfig(d_model=1, d_state=3, bidirectional=True)

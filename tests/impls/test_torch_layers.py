@@ -240,6 +240,23 @@ def test_s4d_zoh_factor_keeps_float32_precision():
     assert_close("float32 C~", ref_s4d.output_weights(bundle.params), C.detach().numpy(), "identity", "float32")
 
 
+def test_rotrnn_normalisation_keeps_float64_precision_as_gamma_nears_1():
+    """xi = sqrt(1 - gamma^2) / ||B||_F in float64 against 40 digits at gamma = 0.9999 and 0.999999 (||B||_F = 2
+    exactly): -expm1(2 log gamma), not 1 - gamma^2 as a difference (1.3e-13 and 5.5e-12 off here, 9 and 390
+    times the tolerance)."""
+    import mpmath
+    from linrnn.impls.torch.rotrnn import decay_log, normalisation
+
+    gamma_log = torch.log(-torch.log(torch.tensor([0.9999, 0.999999], dtype=torch.float64)))
+    with mpmath.workdps(40):
+        exact = [float(mpmath.sqrt(-mpmath.expm1(-2 * mpmath.exp(float(g)))) / 2) for g in gamma_log]
+    got = normalisation(gamma_log, torch.ones((2, 2, 2), dtype=torch.float64))
+    assert got.dtype == torch.float64
+    for h in range(2):
+        gamma = float(torch.exp(decay_log(gamma_log[h])))
+        assert_close(f"xi at gamma = {gamma:.7g}", exact[h], float(got[h]), "identity", "float64")
+
+
 def test_s4d_conv_without_its_final_state_gives_the_same_output():
     """`final_state=False` (the deep model's call) skips the product that forms the state, nothing else."""
     cfg = config("s4d")

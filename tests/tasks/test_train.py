@@ -154,3 +154,44 @@ def test_train_command_line(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == "linrnn train: error: length: expected an integer >= 8, found 3"
     assert main(["train", "--steps", "ten"]) == 2
     assert "--steps: expected an integer, found 'ten'" in capsys.readouterr().err
+
+
+def test_jax_steps_draw_new_dropout_masks_and_a_step_redraws_its_own(monkeypatch):
+    """The JAX adapter's dropout key is fold_in(PRNGKey(seed), step): consecutive steps draw different masks, and
+    the same step of the same seed (a resumed run) draws the same ones. The masks are recorded as the model draws
+    them: `model.dropout` applied to ones, passed out of the compiled step by `jax.debug.callback`."""
+    import jax
+    import jax.numpy as jnp
+    from linrnn.impls.init import init
+    from linrnn.impls.jax import model as jax_model
+    from linrnn.tasks.jax_adapter import Adapter
+    from linrnn.tasks.train import SyntheticSource
+
+    cfg = config(backend="jax", dtype="float32", length=8, d_model=8, d_state=2, dropout=0.5, n_layers=1)
+    source = SyntheticSource(cfg)
+    drawn = []
+    original = jax_model.dropout
+
+    def recording(z, rate, key):
+        mask = original(jnp.ones((z.shape[0], 1, z.shape[2]), z.dtype), rate, key)
+        jax.debug.callback(lambda m: drawn.append(np.asarray(m)), mask, ordered=True)
+        return original(z, rate, key)
+
+    monkeypatch.setattr(jax_model, "dropout", recording)
+    jax.clear_caches()                  # a step compiled earlier in this process would not call `recording`
+
+    def masks(adapter, step):
+        drawn.clear()
+        adapter.train_step(source.train_batch(step), step, 1e-3, 1e-3)
+        assert len(drawn) == 2 * cfg.n_layers, "a dropout site was not reached"
+        return [m.copy() for m in drawn]
+
+    bundle = init(source.model_config(), cfg.seed)
+    run = Adapter(bundle, cfg)
+    step0, step1 = masks(run, 0), masks(run, 1)
+    again = masks(run, 0)                  # step 0 again, as a resumed run takes it (other parameters by now)
+    assert all(0 < np.count_nonzero(m) < m.size for m in step0 + step1), "rate 0.5 keeps some, drops some"
+    for site, (a, b) in enumerate(zip(step0, step1)):
+        assert not np.array_equal(a, b), f"dropout site {site}: steps 0 and 1 drew the same mask"
+    for site, (a, b) in enumerate(zip(step0, again)):
+        assert np.array_equal(a, b), f"dropout site {site}: step 0 of the same seed drew another mask"

@@ -105,3 +105,31 @@ def test_missing_batch_is_one_line(tmp_path, cache_env, writers):
     (writers.cifar_bin(tmp_path) / "data_batch_3.bin").unlink()
     with pytest.raises(LinrnnError, match="missing split train: .*data_batch_3.bin not found"):
         image.load(tmp_path, "train")
+
+
+def test_the_unpickler_allows_exactly_the_plain_data_globals():
+    """The allow-list as a set, written out: NumPy's array rebuilders under both of their module names (1.x and
+    2.x), ndarray, dtype and the latin-1 `_codecs.encode` of Python-3 byte pickles. One global more (getattr,
+    eval, a class) would let a pickle call it."""
+    assert set(image._allowed_globals()) == {
+        ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
+        ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}
+
+
+class Getattr:
+    """Unpickles to getattr("text", "upper"): the first step of calling any method of any loaded object."""
+
+    def __reduce__(self):
+        return (getattr, ("text", "upper"))
+
+
+@pytest.mark.parametrize("protocol", [3, pickle.HIGHEST_PROTOCOL])
+def test_a_pickle_reaching_builtins_getattr_is_refused_in_one_line(tmp_path, protocol):
+    data = pickle.dumps({b"data": Getattr()}, protocol=protocol)
+    assert b"builtins" in data and b"getattr" in data
+    (tmp_path / "batch").write_bytes(data)
+    with pytest.raises(LinrnnError) as err:
+        image.load_pickle(tmp_path / "batch")
+    assert str(err.value) == ("batch: not a plain-data CIFAR pickle: refusing to load builtins.getattr: only plain "
+                              "data and NumPy arrays are allowed")

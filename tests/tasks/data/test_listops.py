@@ -23,6 +23,28 @@ def test_tokeniser_vocabulary_and_eos_match_lra_and_s4(tmp_path, cache_env, writ
     np.testing.assert_array_equal(official.row("tokens", 0), expected[:-1])
 
 
+def lra_expression(op: str, digits) -> str:
+    """One flat operation as LRA's generator writes it: `( ( ( [MAX 2 ) 9 ) ] )`-style parentheses."""
+    return "( " * (len(digits) + 1) + f"{op} " + " ".join(f"{d} )" for d in digits) + " ] )"
+
+
+@pytest.mark.parametrize("append_eos", [True, False])
+def test_a_long_expression_keeps_exactly_its_first_tokens(tmp_path, cache_env, append_eos):
+    """At max_length 8, an expression of 12 tokens keeps its first 8 tokens, or its first 7 and <eos>; one of
+    exactly the room left (8, or 7 with <eos>) is kept whole and not counted as truncated. The tokens are all
+    different, so a cut one token early or late is seen."""
+    keep = 7 if append_eos else 8
+    long, fits = lra_expression("[MAX", range(10)), lra_expression("[MIN", range(keep - 2))
+    (tmp_path / "basic_train.tsv").write_bytes(f"Source\tTarget\r\n{long}\t9\r\n{fits}\t0\r\n".encode())
+    assert listops.tokenize(long) == ["[MAX", *map(str, range(10)), "X"]
+    assert len(listops.tokenize(fits)) == keep
+    split = listops.load(tmp_path, "train", max_length=8, append_eos=append_eos)
+    eos = ["<eos>"] if append_eos else []
+    assert [listops.VOCABULARY[i] for i in split.row("tokens", 0)] == listops.tokenize(long)[:keep] + eos
+    assert [listops.VOCABULARY[i] for i in split.row("tokens", 1)] == listops.tokenize(fits) + eos
+    assert split.manifest["extra"]["truncated"] == 1
+
+
 def test_generated_style_files_load_in_every_split(tmp_path, cache_env, writers):
     writers.listops(tmp_path)
     sizes = {s: len(listops.load(tmp_path, s)) for s in ("train", "val", "test")}

@@ -1,0 +1,86 @@
+"""The verdicts the checkout's own stored records give: every empirical part that says reproduced or
+contradicted carries the test that decided it, enough values per arm, p below its alpha and an interval on
+the decided side (docs/claims.md, "How a part decides").
+
+The crafted-record tests (test_ledger.py, tests/experiments/test_claims_experiments.py) check each rule;
+this one checks what a reader of `reports/results/` is actually shown.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import pytest
+
+from linrnn.experiments import stats
+from linrnn.reports import ledger
+from linrnn.reports.cli import STORED_RESULTS, STORED_SECTIONS
+from linrnn.reports.sections import experiments
+
+PAIRED = ("McNemar", "binomial")          # tests over the test examples of one run each: n counts examples
+NOT_STATISTICAL = ("derivation", "numeric", "timing")
+
+
+def stored_ledger() -> list[dict]:
+    data, config = experiments.compute(False, lambda *a: None)
+    records = {"experiments": [{"section": "experiments", "data": data,
+                                "meta": {"config": config, "machine": {"label": "stored"}}}]}
+    for name in STORED_SECTIONS:
+        path = STORED_RESULTS / f"{name}.json"
+        if path.exists():
+            records[name] = [json.loads(path.read_text())]
+    if not data["stored"] and len(records) == 1:
+        pytest.skip(f"no stored records under {experiments.STORED_DIR} (an installed package without a checkout)")
+    return ledger.ledger_json(ledger.build(records))
+
+
+def decided_side(part: dict) -> str | None:
+    """None when the part's interval lies where its verdict says, else what is wrong."""
+    low = -math.inf if part["ci"][0] is None else part["ci"][0]
+    high = math.inf if part["ci"][1] is None else part["ci"][1]
+    threshold = re.search(r"\((above|below) ([-+0-9.e]+)\)", part["test"])
+    if threshold:                                                   # a one-sample test against a bar
+        side, bar = threshold.group(1), float(threshold.group(2))
+        fine = low > bar if side == "above" else high < bar
+        return None if fine else f"interval [{low}, {high}] does not lie {side} {bar}"
+    if part["margin"] is not None and "TOST" in part["test"] and part["verdict"].startswith("reproduced"):
+        m = part["margin"]
+        if -m < low and high < m:
+            return None                                             # equivalent within the margin
+    return None if (low > 0 or high < 0) else f"interval [{low}, {high}] contains 0"
+
+
+def test_every_decided_part_of_the_stored_records_carries_its_test():
+    claims = stored_ledger()
+    decided = [(c["claim"], p) for c in claims for p in c["parts"]
+               if p["verdict"].startswith(("reproduced", "contradicted"))]
+    assert decided, "the stored records decide no empirical part: nothing to check"
+    for claim, p in decided:
+        where = f"{claim} {p['part'] or p['source']}"
+        assert p["test"] and not p["test"].startswith(NOT_STATISTICAL), where
+        assert p["alpha"] is not None and p["p"] is not None and p["p"] < p["alpha"], where
+        if any(name in p["test"] for name in PAIRED):
+            assert p["n"] and all(k >= 1 for k in p["n"]), where
+        else:
+            assert p["n"] and all(k >= stats.MIN_SEEDS for k in p["n"]), where
+        assert p["ci"] is not None and decided_side(p) is None, f"{where}: {decided_side(p)}"
+        assert p["effect"] is not None and p["scale"], where
+    # every stored experiment's claim has a verdict, and no rule gives a bare "tied"
+    assert all(c["verdict"] in ledger.RANK for c in claims)
+
+
+@pytest.mark.parametrize("test, ci, margin, verdict, wrong", [
+    ("Welch's t", [0.01, 0.2], None, "reproduced", False),
+    ("Welch's t", [-0.01, 0.2], None, "reproduced", True),                  # contains 0
+    ("Welch's t", [None, -0.02], None, "contradicted", False),
+    ("one-sample t, one-sided (above 0.99)", [0.991, None], None, "reproduced", False),
+    ("one-sample t, one-sided (above 0.99)", [0.98, None], None, "reproduced", True),   # above 0, not above the bar
+    ("one-sample t, one-sided (below 0.5)", [None, 0.6], None, "reproduced", True),
+    ("TOST (Welch)", [-0.01, 0.015], 0.02, "reproduced", False),            # within the margin
+    ("TOST (Welch)", [-0.01, 0.03], 0.02, "reproduced", True),              # neither within it nor beyond 0
+])
+def test_the_check_of_the_interval_rejects_planted_parts(test, ci, margin, verdict, wrong):
+    part = {"test": test, "ci": ci, "margin": margin, "verdict": verdict}
+    assert (decided_side(part) is not None) == wrong
