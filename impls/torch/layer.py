@@ -200,8 +200,8 @@ class Mixer(nn.Module):
         with torch.autocast(u.device.type, dtype=amp or torch.bfloat16, enabled=amp is not None and mode in self.autocast_modes):
             u = u.to(self.dtype)                                       # a bf16 input under autocast: the layer's dtype
             valid = None if lengths is None else padding_mask(lengths, u.shape[1])             # (B L 1)
-            if valid is not None:
-                u = u * valid
+            if valid is not None:                                      # where, not a product: inf * 0 is NaN
+                u = torch.where(valid, u, torch.zeros((), dtype=u.dtype, device=u.device))
             m = self.materialise()
             x0 = None if state is None else self.to_native(m, state, u.shape[0])
             if mode == "step":

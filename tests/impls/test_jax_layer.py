@@ -194,7 +194,9 @@ def test_apply_bundle_rejects_bad_arguments_naming_the_field():
     cases = [
         (dict(inputs=u, mode="fast"), "mode"),
         (dict(inputs=u, dtype="float16"), "dtype"),
-        (dict(inputs=u, lengths=np.array([4])), "lengths"),
+        (dict(inputs=u, lengths=np.array([4, 4])), "lengths"),     # a layer takes lengths (B,): here B = 1
+        (dict(inputs=u, lengths=np.array([0])), "lengths"),
+        (dict(inputs=u, segments=np.zeros((1, 3), np.int64)), "segments"),
         (dict(inputs=u[..., :1]), "input"),
         (dict(inputs=np.full((1, 4, 2), np.nan)), "input"),
         (dict(inputs=u[0]), "input"),

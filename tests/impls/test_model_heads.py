@@ -205,14 +205,16 @@ def test_padding_beyond_each_document_is_ignored(backend):
 
 
 def test_training_mode_gradients_and_batch_statistics_agree_between_torch_and_jax():
-    """BatchNorm on the statistics of all 2B x L positions (the first norm sees the embeddings), one loss."""
+    """BatchNorm on the statistics of the valid positions of the 2B x L batch (padding "masked", the default; the
+    first norm sees the embeddings), one loss."""
     cfg = retrieval_config("lru", n_layers=1, norm="batch")
     bundle = random_bundle(cfg, 6)
     tokens = documents(cfg, 6)
     weights = np.random.default_rng(6).standard_normal((3, cfg.d_output))
     embedded = bundle.params["encoder.weight"][tokens]                    # (2B L H)
-    batch_stats = bundle.replace(**{"layers.0.norm.mean": embedded.mean(axis=(0, 1)),
-                                    "layers.0.norm.var": embedded.var(axis=(0, 1))})
+    valid = embedded[np.arange(L)[None, :] < LENGTHS[:, None]]            # (n H): the valid positions only
+    batch_stats = bundle.replace(**{"layers.0.norm.mean": valid.mean(axis=0),
+                                    "layers.0.norm.var": valid.var(axis=0)})
     expected = reference.forward(batch_stats, tokens, LENGTHS)
     r = radius(bundle)
 

@@ -21,15 +21,19 @@ from linrnn.impls import jax as lj
 from linrnn.impls.config import KINDS, ModelConfig, mixer_config, modes
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
-from linrnn.impls.reference import apply_mixer
+from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.reference.model import forward as reference_forward
+from linrnn.impls.segments import padding_segments
 from linrnn.impls.tolerance import assert_close
 from linrnn.impls.torch import MIXERS as TORCH_MIXERS
 from linrnn.impls.torch import Model
 
+pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)
+
 VOCAB, H, N = 12, 4, 4
-TOKENS = np.random.default_rng(0).integers(0, VOCAB, (2, 12))
-LENGTHS = np.array([7, 12])
+TOKENS = np.random.default_rng(0).integers(0, VOCAB, (2, 16))     # the issue's batch: 10 tokens padded to 16
+LENGTHS = np.array([10, 16])
+L = TOKENS.shape[1]
 
 
 def model_bundle(kind: str, bidirectional: bool, **fields):
@@ -59,17 +63,57 @@ def test_the_issue_command_gives_row_zero_alone(cli, tmp_path):
 @pytest.mark.parametrize("bidirectional", [False, True])
 @pytest.mark.parametrize("kind", KINDS + ("attention",))
 def test_a_padded_row_gives_the_row_alone_in_every_backend(kind, bidirectional):
-    """Every mode of the reference and PyTorch, JAX's default (its compiles are the cost), against the reference's
-    row alone (the command line test above compares each backend with itself)."""
+    """Every mode of every backend against the reference's row alone (the command line test above compares each
+    backend with itself)."""
     bundle = model_bundle(kind, bidirectional)
     alone = reference_forward(bundle, TOKENS[:1, :LENGTHS[0]], mode=modes("reference", kind)[0])[0]
     for backend in ("reference", "torch", "jax"):
         impl = backends.backend(backend)
-        for mode in modes(backend, kind)[:1] if backend == "jax" else modes(backend, kind):
+        for mode in modes(backend, kind):
             if mode == "step" and bidirectional:
                 continue
             padded = impl.apply_bundle(bundle, TOKENS, mode=mode, dtype="float64", lengths=LENGTHS)
-            assert_close(f"{kind} {backend} {mode}", alone, padded[0], "forward", "float64", 12, 1.0)
+            assert_close(f"{kind} {backend} {mode}", alone, padded[0], "forward", "float64", L, 1.0)
+
+
+# -- a layer: every mode of every backend, padded rows and packed sequences ---------------------------
+
+# Row 0 holds five segments: an id that comes back (0) starts a new one, and the last is a single position.
+SEGMENTS = np.array([[0, 0, 0, 1, 1, 0, 0, 2], [3, 3, 3, 3, 3, 3, 3, 3]])
+LAYER_LENGTHS = np.array([5, 8])
+
+
+def each_alone(cfg, bundle, u: np.ndarray, segments: np.ndarray) -> np.ndarray:
+    """The reference on every segment (maximal run of one id) of every row by itself."""
+    y = np.zeros_like(u)
+    for b in range(u.shape[0]):
+        for piece in np.split(np.arange(u.shape[1]), np.flatnonzero(np.diff(segments[b])) + 1):
+            y[b, piece] = apply_mixer(cfg, bundle.params, u[b:b + 1, piece])[0][0]
+    return y
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("kind", KINDS + ("attention",))
+def test_every_mode_of_every_backend_runs_rows_and_segments_alone(kind, bidirectional):
+    """A layer with `lengths` (row 0: 5 of 8 positions) and with `segments` against the reference on each row's valid
+    part and on each segment alone, in every mode of every backend (a bidirectional layer has no `step`)."""
+    cfg = mixer_config(kind, H, N, heads=2, bidirectional=bidirectional,
+                       **({"window": 2} if kind == "attention" else {}))
+    bundle = init(cfg, 3)
+    u = np.random.default_rng(4).standard_normal((2, 8, H))
+    radius = 1.0 if kind == "attention" else spectral_radius(cfg, bundle.params)
+    by_segment = each_alone(cfg, bundle, u, SEGMENTS)
+    by_row = each_alone(cfg, bundle, u, padding_segments(LAYER_LENGTHS, 8))
+    by_row[0, LAYER_LENGTHS[0]:] = 0.0                                             # the padding's output is 0
+    for backend in ("reference", "torch", "jax"):
+        impl = backends.backend(backend)
+        for mode in modes(backend, kind):
+            if mode == "step" and bidirectional:
+                continue
+            got = impl.apply_bundle(bundle, u, mode=mode, dtype="float64", lengths=LAYER_LENGTHS)
+            assert_close(f"{kind} {backend} {mode} lengths", by_row, got, "forward", "float64", 8, radius)
+            got = impl.apply_bundle(bundle, u, mode=mode, dtype="float64", segments=SEGMENTS)
+            assert_close(f"{kind} {backend} {mode} segments", by_segment, got, "forward", "float64", 8, radius)
 
 
 def test_unmasked_padding_is_the_papers_behaviour():
@@ -81,7 +125,7 @@ def test_unmasked_padding_is_the_papers_behaviour():
     assert np.max(np.abs(through - alone)) > 1e-3
     for backend in ("torch", "jax"):
         got = backends.backend(backend).apply_bundle(bundle, TOKENS, dtype="float64", lengths=LENGTHS)[0]
-        assert_close(f"{backend} unmasked", through, got, "forward", "float64", 12, 1.0)
+        assert_close(f"{backend} unmasked", through, got, "forward", "float64", L, 1.0)
 
 
 def norm_input_statistics(bundle):
@@ -127,6 +171,11 @@ def test_a_layer_zeroes_its_padding_and_returns_no_state():
      "state: with segments every row or segment starts from a zero state and none is returned"),
     (dict(segments=np.zeros((2, 4), np.int64)), "segments: expected integer ids of shape (2, 3), found int64 (2, 4)"),
     (dict(lengths=np.array([0, 3])), "lengths: expected values in [1, 3], found [0, 3]"),
+    (dict(lengths=np.array([2, 4])), "lengths: expected values in [1, 3], found [2, 4]"),
+    (dict(lengths=np.array([2.0, 3.0])), "lengths: expected integers of shape (2,), found float64"),
+    (dict(lengths=np.array([[2, 3]])), "lengths: expected integers of shape (2,), found int64 (1, 2)"),
+    (dict(segments=np.zeros((2, 3))), "segments: expected integer ids of shape (2, 3), found float64 (2, 3)"),
+    (dict(segments=np.zeros((2, 3), bool)), "segments: expected integer ids of shape (2, 3), found bool (2, 3)"),
 ])
 def test_bad_lengths_and_segments_are_one_line_errors_in_every_backend(call, message):
     cfg = mixer_config("lru", H, N)
@@ -141,6 +190,14 @@ def test_bad_lengths_and_segments_are_one_line_errors_in_every_backend(call, mes
         with pytest.raises(LinrnnError) as err:
             run()
         assert message in str(err.value) and len(str(err.value).splitlines()) == 1, (backend, err.value)
+
+
+@pytest.mark.parametrize("backend", ["reference", "torch", "jax"])
+def test_a_model_takes_lengths_not_segments(backend):
+    bundle = model_bundle("lru", True)
+    with pytest.raises(LinrnnError) as err:
+        backends.backend(backend).apply_bundle(bundle, TOKENS, dtype="float64", segments=np.zeros(TOKENS.shape, int))
+    assert str(err.value) == "segments: packed sequences are a layer's input (a layer bundle); a model takes lengths"
 
 
 def test_jax_segments_under_jit_take_the_step_mode():
