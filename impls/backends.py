@@ -4,7 +4,8 @@ A backend is a module with:
 
     MODES   tuple of mode names, the first being the default
     DTYPES  tuple of dtype names it computes in ('float64', 'float32')
-    apply_bundle(bundle, inputs, mode, dtype, lengths=None) -> np.ndarray (float64 copy of the result)
+    apply_bundle(bundle, inputs, mode, dtype, lengths=None, segments=None) -> np.ndarray (float64 copy of the result;
+                lengths (B,): padded rows, a layer's or a model's; segments (B L): packed sequences, a layer's only)
 
 Backends are imported lazily, so the reference works without torch or JAX installed.
 """

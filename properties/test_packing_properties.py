@@ -8,6 +8,9 @@ segment is a maximal run of one id), every mixer in both directions and every mo
   output at the padding is 0;
 * PyTorch and JAX with segments or lengths against the reference's segments and rows run alone.
 
+* a model (two blocks, BatchNorm or LayerNorm, either direction) in every backend: a row with random valid length
+  and random tokens in its padding gives the output of its valid tokens alone.
+
 Shapes are fixed and small (B = 2, L = 6, H = N = 4); JAX gathers the segments into batches whose sizes are
 rounded to powers of two, so it compiles a handful of programs per mixer, not one per draw.
 """
@@ -18,12 +21,16 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from linrnn.impls import backends
 from linrnn.impls import jax as lj
-from linrnn.impls.config import KINDS, mixer_config, modes
+from linrnn.impls.config import KINDS, ModelConfig, mixer_config, modes
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
+from linrnn.impls.reference.model import forward as reference_forward
 from linrnn.impls.tolerance import assert_close
 from linrnn.impls.torch import MIXERS as TORCH_MIXERS
+
+pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)
 
 B, L, H, N = 2, 6, 4, 4
 ALL_KINDS = KINDS + ("attention",)
@@ -110,3 +117,25 @@ def test_jax_rows_and_segments_equal_the_reference_alone(kind, lengths, segments
           np.asarray(lj.apply(params, cfg, u, mode, segments=segments)[0]))
     check(f"jax {kind} {mode} lengths", cfg, bundle, padded_alone(cfg, bundle, u, lengths),
           np.asarray(lj.apply(params, cfg, u, mode, lengths=lengths)[0]))
+
+
+VOCAB = 5
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+@settings(max_examples=4, deadline=None)
+@given(lengths=lengths_st, seed=st.integers(0, 2**16), data=st.data())
+def test_a_padded_model_row_gives_the_row_alone(kind, lengths, seed, data):
+    """Random valid lengths and random padding tokens: each row of the model's output equals the row's valid tokens
+    run alone (by the reference), in a mode drawn for each backend (BatchNorm in evaluation: its stored statistics)."""
+    bidirectional, norm = data.draw(st.booleans()), data.draw(st.sampled_from(["layer", "batch"]))
+    window = {"window": 2} if kind == "attention" and seed % 2 else {}
+    mixer = mixer_config(kind, H, N, heads=2, bidirectional=bidirectional, **window)
+    bundle = init(ModelConfig(mixer=mixer, n_layers=2, vocab_size=VOCAB, d_output=3, norm=norm, pooling="mean"), seed)
+    tokens = np.random.default_rng(seed).integers(0, VOCAB, (B, L))
+    first = modes("reference", kind)[0]
+    alone = np.concatenate([reference_forward(bundle, tokens[b:b + 1, :n], mode=first) for b, n in enumerate(lengths)])
+    for backend in ("reference", "torch", "jax"):
+        mode = data.draw(st.sampled_from([m for m in modes(backend, kind) if not (bidirectional and m == "step")]))
+        got = backends.backend(backend).apply_bundle(bundle, tokens, mode=mode, dtype="float64", lengths=lengths)
+        assert_close(f"{backend} {kind} {mode} model", alone, got, "forward", "float64", L, 1.0)

@@ -53,7 +53,8 @@ def from_bundle(bundle: Bundle, dtype: torch.dtype = torch.float64, device=None)
 
 def apply_bundle(bundle: Bundle, inputs: np.ndarray, mode: str = MODES[0], dtype: str = "float64",
                  lengths: np.ndarray | None = None, segments: np.ndarray | None = None) -> np.ndarray:
-    """A layer bundle on u (B L H) -> y (B L H), or a model bundle on its inputs -> its outputs (float64 copy).
+    """A layer bundle on u (B L H) -> y (B L H), or a model bundle (evaluation mode: BatchNorm uses its stored
+    statistics, as the reference and JAX do) on its inputs -> its outputs (float64 copy).
 
     lengths (B,): padded rows (a layer, or a model: its mixers and pooling); segments (B L): packed sequences
     (a layer only).
@@ -62,7 +63,7 @@ def apply_bundle(bundle: Bundle, inputs: np.ndarray, mode: str = MODES[0], dtype
     check_mode(mode, "torch", cfg.mixer.kind if bundle.kind == "model" else cfg.kind)
     check_dtype(dtype, "torch")
     torch_dtype = getattr(torch, dtype)
-    module = from_bundle(bundle, torch_dtype)
+    module = from_bundle(bundle, torch_dtype).eval()     # a module starts in training mode: BatchNorm on the batch
     device = next(module.parameters()).device
     with torch.no_grad():
         if bundle.kind == "model":

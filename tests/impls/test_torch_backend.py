@@ -44,10 +44,11 @@ def test_apply_bundle_on_a_layer_equals_the_reference(cfg, dtype):
                      spectral_radius(cfg, bundle.params))
 
 
+@pytest.mark.parametrize("norm", ["layer", "batch"])     # batch: evaluation mode, the stored statistics
 @pytest.mark.parametrize("vocab", [None, 9])
-def test_apply_bundle_on_a_model_with_lengths_equals_the_reference(vocab):
+def test_apply_bundle_on_a_model_with_lengths_equals_the_reference(vocab, norm):
     cfg = ModelConfig(mixer=LRUConfig(d_model=4, d_state=3), n_layers=2, d_input=2, vocab_size=vocab, d_output=3,
-                      pooling="last")
+                      pooling="last", norm=norm)
     bundle = init(cfg, 1)
     rng = np.random.default_rng(1)
     x = rng.integers(0, 9, (3, 8)) if vocab else rng.standard_normal((3, 8, 2))
