@@ -236,6 +236,16 @@ def _md(text: Any) -> str:
     return out
 
 
+def _why(c: dict) -> str:
+    """What a peer's line says after its verdict: the name of each deviation (a diagnosis up to its first colon), or
+    for a target not run here, why: its reason without the target's name in front, up to the first semicolon."""
+    if c["verdict"] == "not run here":
+        reason = c["diagnoses"][0] if c["diagnoses"] else ""
+        prefix = f"{c['target']}: "
+        return (reason[len(prefix):] if reason.startswith(prefix) else reason).split("; ")[0]
+    return "; ".join(d.split(":")[0] for d in c["diagnoses"])
+
+
 def markdown(digest: dict, *, rendered: str, files: int, quick: bool, against: str | None = None,
              changed: dict | None = None) -> str:
     """report.md: GitHub-flavoured Markdown, at most about 80 lines (the claims table, the cross-check's result
@@ -278,8 +288,9 @@ def markdown(digest: dict, *, rendered: str, files: int, quick: bool, against: s
     peers = [c for c in digest["conformance"] if c["group"] == "peer"]
     own = [c for c in digest["conformance"] if c["group"] != "peer"]
     for c in peers:
+        why = _why(c)
         lines.append(f"- {_md(c['target'])} as {_md(c['model'])}: **{_md(c['verdict'])}**"
-                     + (f": {_md('; '.join(d.split(':')[0] for d in c['diagnoses']))}" if c["diagnoses"] else ""))
+                     + (f": {_md(why)}" if why else ""))
     if own:
         ok = sum(c["verdict"] == "conforms" for c in own)
         lines.append(f"- this project's layers: {ok} of {len(own)} conform"
