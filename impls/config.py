@@ -41,6 +41,13 @@ DTYPES: dict[str, tuple[str, ...]] = {
 # BatchNorm's update of its stored statistics in training mode: stat <- (1 - m) stat + m batch_stat
 # (PyTorch's default, which the authors' training code keeps). Evaluation uses the stored statistics.
 BATCHNORM_MOMENTUM = 0.1
+# The smallest step Delta of a discretised SSM (S4D, S5). Their input gain is about Delta (zero-order hold:
+# expm1(Delta A)/A; bilinear: Delta/(1 - Delta A/2)), so each output carries a factor Delta: below about 1e-37 it
+# leaves float32's normal range, XLA flushes it to zero and PyTorch keeps only a few subnormal digits (measured:
+# S4D and S5 with D = 0 give zeros in JAX float32 at Delta = 1.2e-38, relative error 1). 1e-30 keeps 8 decades
+# for the weights' own factors and is far below any step the papers use (1e-3 to 1e-1). DLR has no input gain and
+# is not bounded (docs/precision.md, "Numeric edges").
+DT_FLOOR = 1e-30
 
 
 def modes(backend: str, kind: str | None = None) -> tuple[str, ...]:
@@ -173,7 +180,7 @@ class S4DConfig:
         _check_int(self, "d_state")
         _check_bool(self, "bidirectional")
         _check_choice(self, "init", ("lin", "inv"))
-        _check_float(self, "dt_min", 0.0, 1e3, low_open=True)
+        _check_float(self, "dt_min", DT_FLOOR, 1e3)
         _check_float(self, "dt_max", self.dt_min, 1e3)
 
 
@@ -201,7 +208,7 @@ class S5Config:
             raise LinrnnError(f"S5Config.blocks: expected a divisor of d_state = {self.d_state} (each block keeps "
                               f"one of each conjugate pair of its 2N/J HiPPO-N modes), found {self.blocks}")
         _check_choice(self, "discretization", ("zoh", "bilinear"))
-        _check_float(self, "dt_min", 0.0, 1e3, low_open=True)
+        _check_float(self, "dt_min", DT_FLOOR, 1e3)
         _check_float(self, "dt_max", self.dt_min, 1e3)
         _check_bool(self, "clip_eigs")
 
