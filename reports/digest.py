@@ -21,7 +21,6 @@ from typing import Any
 from linrnn.reports import plots
 from linrnn.reports.ledger import RANK
 from linrnn.reports.sections import conformance as conformance_section
-from linrnn.reports.sections import crosscheck as crosscheck_section
 from linrnn.reports.sections import training_speed as training_speed_section
 
 # Each claim in a few words (the ledger's statement is the hover text and the ledger's own block)
@@ -241,8 +240,7 @@ def _why(c: dict) -> str:
     for a target not run here, why: its reason without the target's name in front, up to the first semicolon."""
     if c["verdict"] == "not run here":
         reason = c["diagnoses"][0] if c["diagnoses"] else ""
-        prefix = f"{c['target']}: "
-        return (reason[len(prefix):] if reason.startswith(prefix) else reason).split("; ")[0]
+        return reason.removeprefix(f"{c['target']}: ").split("; ")[0]
     return "; ".join(d.split(":")[0] for d in c["diagnoses"])
 
 

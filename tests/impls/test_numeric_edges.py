@@ -169,9 +169,9 @@ def test_the_smallest_sizes_match_the_reference_in_every_route(kind, B, L):
 
 LONG = 2 ** 20
 # The routes that run at L = 2^20: every linear-time (scan, JAX's compiled sequential and step) and FFT route. PyTorch's
-# `sequential` and `step` are a Python loop over positions (about 40 us a position here, so 2^20 would take ~40 s
-# each of the five kinds): they run at 2^14, which still reaches 16 memories of the slowest decay. Attention is not
-# run long: it has no recurrence and its full route is quadratic in L.
+# `sequential` and `step` are a Python loop over positions (tens of microseconds a position here, so 2^20 would take
+# most of a minute for each of the five kinds): they run at 2^14, which still reaches 16 memories of the slowest
+# decay. Attention is not run long: it has no recurrence and its full route is quadratic in L.
 LONG_ROUTES = [("torch", "scan", LONG), ("torch", "conv", LONG), ("torch", "sequential", 2 ** 14),
                ("torch", "step", 2 ** 14), ("jax", "scan", LONG), ("jax", "sequential", LONG), ("jax", "conv", LONG),
                ("jax", "step", LONG)]
