@@ -19,6 +19,7 @@ import time
 import numpy as np
 import scipy.linalg
 import sympy as sp
+from threadpoolctl import threadpool_limits
 
 from linrnn.theory.records import (
     ClaimResult,
@@ -107,23 +108,25 @@ def block_power(P: np.ndarray, theta: np.ndarray, gamma: float, k: int) -> np.nd
 
 
 def _loops_for(fn, budget_s: float) -> int:
-    """How many calls of `fn` fill about `budget_s` (at least one), from one timed call."""
-    t0 = time.perf_counter()
+    """How many calls of `fn` fill about `budget_s` of CPU time (at least one), from one timed call."""
+    t0 = time.process_time()
     fn()
-    return max(1, int(budget_s / max(time.perf_counter() - t0, 1e-7)))
+    return max(1, int(budget_s / max(time.process_time() - t0, 1e-7)))
 
 
 def _interleaved_best(fns: dict, budget_s: float, rounds: int) -> dict[str, float]:
-    """Per function, the smallest mean time of one call over `rounds` rounds; each round times every
-    function once in turn, so a burst of load from other processes hits all of them, not one."""
+    """Per function, the smallest mean CPU time of one call over `rounds` rounds; each round times every
+    function once in turn, so a burst of load from other processes hits all of them, not one. CPU time of this
+    process (`time.process_time`), not wall time: with one BLAS thread (`time_powers`) the time the process waits
+    for a core while other processes run is not counted."""
     loops = {name: _loops_for(fn, budget_s / rounds) for name, fn in fns.items()}
     best = {name: np.inf for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             for _ in range(loops[name]):
                 fn()
-            best[name] = min(best[name], (time.perf_counter() - t0) / loops[name])
+            best[name] = min(best[name], (time.process_time() - t0) / loops[name])
     return {name: float(v) for name, v in best.items()}
 
 
@@ -138,8 +141,11 @@ REPEATED_WORK_LIMIT = 2**26  # k N^3 above this: the k - 1 repeated products are
 
 
 def time_powers(sizes, powers, *, seed: int, budget_s: float, rounds: int = 5) -> dict[str, float]:
-    """Wall time of A^k three ways, A a Haar-random rotation of size N (gamma = 1: the cost does not depend
-    on gamma, and gamma^k would underflow into slow subnormals for large k).
+    """CPU time of A^k three ways, A a Haar-random rotation of size N (gamma = 1: the cost does not depend
+    on gamma, and gamma^k would underflow into slow subnormals for large k), with NumPy's BLAS held to one
+    thread: a multi-threaded BLAS call waits for each of its threads, so on a loaded machine one descheduled
+    thread made a 128 x 128 product take a scheduler's time slice (a report run beside a test run once measured
+    matrix_power at 0.34 of the block form's time at N = 128, k = 1024, against 5.3 on the idle machine).
 
     block: `block_power` from (P, theta) (what RotRNN holds); matrix_power: numpy.linalg.matrix_power
     (binary powering, about log2 k dense products); repeated: k - 1 dense products (only where k N^3 <=
@@ -156,7 +162,8 @@ def time_powers(sizes, powers, *, seed: int, budget_s: float, rounds: int = 5) -
             fns = {"block": lambda: block_power(P, theta, 1.0, k), "matrix_power": lambda: np.linalg.matrix_power(A, k)}
             if k * size**3 <= REPEATED_WORK_LIMIT:
                 fns["repeated"] = lambda: _repeated_products(A, k)
-            best = _interleaved_best(fns, budget_s, rounds)
+            with threadpool_limits(limits=1, user_api="blas"):
+                best = _interleaved_best(fns, budget_s, rounds)
             for name, seconds in best.items():
                 out[f"time_{name}_{key}"] = seconds
                 if name != "block":
@@ -361,7 +368,7 @@ def derive_r2(quick: bool = False, seed: int = 1) -> ClaimResult:
     The equality is derived for every even N and every k (blockwise products with a block of symbolic
     size, induction on k); "cheaply" is derived as an operation count (symbolic in N and k: one dense product
     for any k against at least two once k >= 4) and supported by a timing against numpy.linalg.matrix_power,
-    judged at the largest measured N (at small N a per-call overhead, not arithmetic, decides wall time).
+    judged at the largest measured N (at small N a per-call overhead, not arithmetic, decides the time).
     """
     start = time.perf_counter()
     findings, steps, witness = [], [], {}
@@ -469,7 +476,7 @@ def derive_r2(quick: bool = False, seed: int = 1) -> ClaimResult:
         general=True, covers=R2_CHEAP, holds_when=f"2 N^3 - (N^3 + 2 N^2) = {margin} >= 0 for N >= 2",
         fails_when=f"the count margin {margin} is not non-negative for N >= 2"))
 
-    # Timing (supporting): the counts are what "cheaply" means; wall time adds a per-call overhead that
+    # Timing (supporting): the counts are what "cheaply" means; time adds a per-call overhead that
     # dominates at small N (Python-level slicing against one BLAS call), so the timing is judged at the
     # largest measured N, where the arithmetic is the cost, and every ratio is reported.
     t_sizes = (8, 128) if quick else (8, 32, 128)
@@ -485,11 +492,11 @@ def derive_r2(quick: bool = False, seed: int = 1) -> ClaimResult:
                          for size in t_sizes for kk in t_powers if f"ratio_repeated_over_block_N{size}_k{kk}" in timing)
     witness.update(min_ratio_matrix_power_over_block=min(r for _, _, r in cells),
                    max_ratio_matrix_power_over_block=max(r for _, _, r in cells))
-    overhead = ("; at smaller N the block form is slower in wall time at "
+    overhead = ("; at smaller N the block form takes more CPU time at "
                 + ", ".join(f"(N={size}, k={kk}): ratio {r:.2g}" for size, kk, r in small)
                 + " (per-call overhead, not arithmetic)") if small else ""
     findings.append(numeric_finding(
-        f"A^k through the blocks takes less wall time than numpy.linalg.matrix_power(A, k) at N = {t_sizes[-1]} "
+        f"A^k through the blocks takes less CPU time than numpy.linalg.matrix_power(A, k) at N = {t_sizes[-1]} "
         f"for every measured k",
         not slower, scope=f"one Haar-random A per N in {t_sizes}, k in {t_powers}, gamma = 1, judged at N = "
                           f"{t_sizes[-1]} (timing, NumPy, this machine)",
@@ -503,8 +510,8 @@ def derive_r2(quick: bool = False, seed: int = 1) -> ClaimResult:
         title="A^k = gamma^k P Theta^k P^T, Theta^k rotating block j by k theta_j, and cheaply (counted, timed)",
         assumptions=("N even; interleaved pairs; R(theta) = [[cos, -sin], [sin, cos]]",
                      "k a non-negative integer", "P orthogonal (R1)",
-                     "'cheaply' is counted in multiply-adds and timed as wall time of one A^k from (P, theta) against "
-                     "dense powers of A, single process, NumPy's BLAS; the Schur step that recovers (P, theta) from a dense A is not "
+                     "'cheaply' is counted in multiply-adds and timed as CPU time of one A^k from (P, theta) against "
+                     "dense powers of A, single process, NumPy's BLAS on one thread; the Schur step that recovers (P, theta) from a dense A is not "
                      "timed (RotRNN holds P and theta as its parameters)"),
         steps=steps_of(steps),
         findings=tuple(findings),

@@ -1,5 +1,7 @@
 """R1 and R2: the derivations and the numeric helpers they use."""
 
+import time
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -131,3 +133,25 @@ def test_rotation_blocks_rejects_real_eigenvalues_and_odd_sizes():
         rotation_blocks(np.eye(4))
     with pytest.raises(ValueError, match="even"):
         rotation_blocks(np.eye(3))
+
+
+def test_time_powers_times_cpu_time_with_blas_on_one_thread(monkeypatch):
+    """R2's timing runs with NumPy's BLAS held to one thread and reads this process's CPU time: a multi-threaded
+    BLAS timed in wall time flipped the finding on a loaded machine (docs/claims.md, R2)."""
+    from threadpoolctl import threadpool_info
+
+    from linrnn.theory import rotation
+
+    seen, clocks = [], []
+    real = rotation._interleaved_best
+
+    def spy(fns, budget_s, rounds):
+        seen.append({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
+        return real(fns, budget_s, rounds)
+
+    monkeypatch.setattr(rotation, "_interleaved_best", spy)
+    monkeypatch.setattr(rotation.time, "process_time", lambda real_clock=time.process_time: clocks.append(1)
+                        or real_clock())
+    time_powers((8,), (2,), seed=0, budget_s=0.001, rounds=2)
+    assert seen and all(threads <= {1} for threads in seen)
+    assert clocks                                   # the rounds read CPU time
