@@ -60,6 +60,15 @@ def test_the_issue_command_gives_row_zero_alone(cli, tmp_path):
                      "forward", "float64", int(LENGTHS[0]), 1.0)
 
 
+def routes(kind: str, bidirectional: bool):
+    """(backend name, backend, mode) for every mode of every backend; a bidirectional layer has no `step`."""
+    for backend in ("reference", "torch", "jax"):
+        impl = backends.backend(backend)
+        for mode in modes(backend, kind):
+            if not (mode == "step" and bidirectional):
+                yield backend, impl, mode
+
+
 @pytest.mark.parametrize("bidirectional", [False, True])
 @pytest.mark.parametrize("kind", KINDS + ("attention",))
 def test_a_padded_row_gives_the_row_alone_in_every_backend(kind, bidirectional):
@@ -67,13 +76,9 @@ def test_a_padded_row_gives_the_row_alone_in_every_backend(kind, bidirectional):
     backend with itself)."""
     bundle = model_bundle(kind, bidirectional)
     alone = reference_forward(bundle, TOKENS[:1, :LENGTHS[0]], mode=modes("reference", kind)[0])[0]
-    for backend in ("reference", "torch", "jax"):
-        impl = backends.backend(backend)
-        for mode in modes(backend, kind):
-            if mode == "step" and bidirectional:
-                continue
-            padded = impl.apply_bundle(bundle, TOKENS, mode=mode, dtype="float64", lengths=LENGTHS)
-            assert_close(f"{kind} {backend} {mode}", alone, padded[0], "forward", "float64", L, 1.0)
+    for backend, impl, mode in routes(kind, bidirectional):
+        padded = impl.apply_bundle(bundle, TOKENS, mode=mode, dtype="float64", lengths=LENGTHS)
+        assert_close(f"{kind} {backend} {mode}", alone, padded[0], "forward", "float64", L, 1.0)
 
 
 # -- a layer: every mode of every backend, padded rows and packed sequences ---------------------------
@@ -105,15 +110,11 @@ def test_every_mode_of_every_backend_runs_rows_and_segments_alone(kind, bidirect
     by_segment = each_alone(cfg, bundle, u, SEGMENTS)
     by_row = each_alone(cfg, bundle, u, padding_segments(LAYER_LENGTHS, 8))
     by_row[0, LAYER_LENGTHS[0]:] = 0.0                                             # the padding's output is 0
-    for backend in ("reference", "torch", "jax"):
-        impl = backends.backend(backend)
-        for mode in modes(backend, kind):
-            if mode == "step" and bidirectional:
-                continue
-            got = impl.apply_bundle(bundle, u, mode=mode, dtype="float64", lengths=LAYER_LENGTHS)
-            assert_close(f"{kind} {backend} {mode} lengths", by_row, got, "forward", "float64", 8, radius)
-            got = impl.apply_bundle(bundle, u, mode=mode, dtype="float64", segments=SEGMENTS)
-            assert_close(f"{kind} {backend} {mode} segments", by_segment, got, "forward", "float64", 8, radius)
+    for backend, impl, mode in routes(kind, bidirectional):
+        got = impl.apply_bundle(bundle, u, mode=mode, dtype="float64", lengths=LAYER_LENGTHS)
+        assert_close(f"{kind} {backend} {mode} lengths", by_row, got, "forward", "float64", 8, radius)
+        got = impl.apply_bundle(bundle, u, mode=mode, dtype="float64", segments=SEGMENTS)
+        assert_close(f"{kind} {backend} {mode} segments", by_segment, got, "forward", "float64", 8, radius)
 
 
 def test_unmasked_padding_is_the_papers_behaviour():
