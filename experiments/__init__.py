@@ -7,11 +7,7 @@
     tasks         the D4 grid: Shift and ContextShift for DLR, LRU, RotRNN
     normstudy     hidden-state norms, gamma_log drift and orthogonality over training (R8, R9, R1)
 
-No verdicts and no drawing here: `linrnn.reports` settles the claims and draws the figures.
+No verdicts and no drawing here: `linrnn.reports` settles the claims and draws the figures. Every
+record they write or read goes through `linrnn.impls.results` (the envelope, the atomic writer, the stored-results
+folder `STORED_DIR`).
 """
-
-from pathlib import Path
-
-# where a checkout keeps its stored results (experiment records, sweeps, training sections), written
-# here and read by `linrnn.reports` (which re-exports it as `linrnn.reports.results.STORED_DIR`)
-STORED_DIR = Path(__file__).resolve().parents[1] / "reports" / "results"

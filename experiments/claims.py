@@ -24,7 +24,6 @@ and its record says `"quick": true`; the ledger never settles a claim from a qui
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import math
 import time
@@ -32,13 +31,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from linrnn.experiments import STORED_DIR   # reports/results/ in a checkout
 # the data sets of the reduced-scale training runs: one definition, so one folder under --data holds one data set
 from linrnn.experiments.reduced_training import (LISTOPS, PATHFINDER, SEGMENTATION, SPEECH, SUBTREES, DataSet,
                                                  baseline, ensure_data)
 from linrnn.impls.errors import LinrnnError
-
-SCHEMA = 1
+from linrnn.impls.results import (NORM_RUN, RUN_RESULTS, STORED_DIR, Envelope, ExperimentRecord, NormRunRecord,
+                                  ResultsError, RunRecord, number, read, to_dict, write)
 CURVE_POINTS = 100
 
 
@@ -305,14 +303,15 @@ def r8_run(job: Job, data_root: Path, runs_root: Path, progress: bool) -> list[d
     config = TrainConfig(**job.config)
     setup = job.options["setup"]
     folder = ensure_data(data_root, job.data)
-    kept = runs_root / job.name / "norms.json"
-    record = json.loads(kept.read_text()) if kept.exists() else None
+    kept = runs_root / job.name / NORM_RUN
+    stored = read(kept, NormRunRecord) if kept.exists() else None
+    record = None if stored is None else {**stored.run, "config": stored.config}
     tic = time.perf_counter()
     if record is None or TrainConfig.from_dict(record["config"]) != config:
         record = norm_run(job.labels["model"], job.labels["seed"], setup, folder)
-        record["config"] = config.to_dict()
         record["losses"] = _thin(record["losses"])
-        write(kept, record)
+        write(kept, NormRunRecord(config=config.to_dict(), run=record))
+        record = {**record, "config": config.to_dict()}
     wall = round(time.perf_counter() - tic, 1)
     rows = []
     for layer, curve in enumerate(record["norm"]):
@@ -668,8 +667,8 @@ def run_job(job: Job, data_root: Path, runs_root: Path, progress: bool) -> dict:
     config = TrainConfig(**job.config)
     folder = ensure_data(data_root, job.data) if job.data is not None else None
     out = runs_root / job.name
-    results = out / "results.json"
-    reused = results.exists() and TrainConfig.from_dict(json.loads(results.read_text())["config"]) == config
+    results = out / RUN_RESULTS
+    reused = results.exists() and TrainConfig.from_dict(read(results, RunRecord).config) == config
     row = {"name": job.name, **job.labels, "config": config.to_dict(), "data": _data_spec(job)}
     tic = time.perf_counter()
     if not reused:
@@ -679,7 +678,7 @@ def run_job(job: Job, data_root: Path, runs_root: Path, progress: bool) -> dict:
         except TrainingDiverged as err:
             return {**row, "status": "diverged", "error": str(err), "metric": None, "value": None,
                     "wall_seconds": round(time.perf_counter() - tic, 1)}
-    record = json.loads(results.read_text())
+    record = to_dict(read(results, RunRecord))
     row.update(status="ok", error=None, steps=record["steps"], seconds_per_step=record["seconds_per_step"],
                stopped_early=record.get("stopped_early", False),
                wall_seconds=None if reused else round(time.perf_counter() - tic, 1),
@@ -689,14 +688,14 @@ def run_job(job: Job, data_root: Path, runs_root: Path, progress: bool) -> dict:
         metric = config.data_task.monitor
         best = record["best"]
         base = baseline(config, folder)
-        row.update(metric=metric, value=best["test"][metric] if best else None,
+        row.update(metric=metric, value=number(best["test"][metric]) if best else None,
                    val=best["val"][metric] if best else None, best_step=best["step"] if best else None,
                    examples=base.pop("examples"), baseline=base)
         if best and best.get("predictions"):      # per-example test predictions of the best validation
             row["predictions"] = best["predictions"]
     else:
         final = record["final"]
-        row.update(metric="r2", value=final["r2"], mse=final["mse"])
+        row.update(metric="r2", value=number(final["r2"]), mse=number(final["mse"]))
     if row["value"] is not None and not math.isfinite(row["value"]):
         row.update(status="diverged", error=f"final {row['metric']} is {row['value']}", value=None)
     return row
@@ -707,13 +706,12 @@ def previous_runs(path: Path, experiment: Experiment, quick: bool) -> list[dict]
     if not path.exists():
         return []
     try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise LinrnnError(f"--out: cannot read the previous record {path}: {err}; move it away to start afresh") \
-            from None
-    if not isinstance(record, dict) or record.get("experiment") != experiment.name or record.get("quick") != quick:
+        record = read(path, ExperimentRecord)
+    except ResultsError as err:
+        raise LinrnnError(f"--out: cannot read the previous record ({err}); move it away to start afresh") from None
+    if record.experiment != experiment.name or record.quick != quick:
         return []
-    return [r for r in record.get("runs", []) if isinstance(r, dict) and isinstance(r.get("name"), str)]
+    return [r for r in record.runs if isinstance(r, dict) and isinstance(r.get("name"), str)]
 
 
 def select(jobs: list[Job], only: list[str]) -> list[Job]:
@@ -741,8 +739,6 @@ def run(experiment: Experiment, quick: bool, data_root: Path, runs_root: Path, o
     directory with the same config), rewriting `out` after each; returns the record. `only`: LABEL=VALUE filters
     of the jobs to train; the record keeps the previous record's rows of the others, and is complete when every
     job has its rows."""
-    from linrnn.impls.provenance import library_versions, machine
-
     every = experiment.all_jobs(quick)
     names = [j.name for j in every]
     if len(set(names)) != len(names):
@@ -766,33 +762,19 @@ def run(experiment: Experiment, quick: bool, data_root: Path, runs_root: Path, o
         value = ", ".join("diverged" if row["value"] is None else f"{row['metric']} {row['value']:.4f}"
                           for row in rows[job.name])
         print(f"[{i}/{len(jobs)}] {job.name}: {value}", flush=True)
-        record = {"schema_version": SCHEMA, "experiment": experiment.name, "claims": list(experiment.claims),
-                  "title": experiment.title, "question": experiment.question, "scale": experiment.scale(quick),
-                  "brief": "toy sizes" if quick else experiment.brief,
-                  "factor": experiment.factor, "note": experiment.note, "quick": quick,
-                  "command": "linrnn experiment " + " ".join(argv),
-                  "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                  "machine": machine(), "libraries": library_versions(),
-                  "seconds": round(time.perf_counter() - start, 1),
-                  # the training time of every run in the record, reused ones included (steps x s per step)
-                  "training_seconds": round(sum(r["steps"] * r["seconds_per_step"] for rs in rows.values()
-                                                for r in rs if r.get("steps") and r.get("seconds_per_step")), 1),
-                  "complete": all(n in rows for n in names),
-                  "controls": controls,
-                  "runs": [row for n in names if n in rows for row in rows[n]]}
+        record = ExperimentRecord(
+            experiment=experiment.name, claims=list(experiment.claims), title=experiment.title,
+            question=experiment.question, scale=experiment.scale(quick), brief="toy sizes" if quick else experiment.brief,
+            factor=experiment.factor, note=experiment.note, quick=quick, seconds=round(time.perf_counter() - start, 1),
+            # the training time of every run in the record, reused ones included (steps x s per step)
+            training_seconds=round(sum(r["steps"] * r["seconds_per_step"] for rs in rows.values()
+                                       for r in rs if r.get("steps") and r.get("seconds_per_step")), 1),
+            complete=all(n in rows for n in names), controls=controls,
+            runs=[row for n in names if n in rows for row in rows[n]],
+            envelope=Envelope.here("linrnn experiment " + " ".join(argv)))
         write(out, record)
+        record = to_dict(record)
     return record
-
-
-def write(path: Path, record: dict) -> None:
-    """Atomically: a reader sees the previous record or this one, never half of one."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(record, indent=1, allow_nan=False))
-        tmp.replace(path)
-    except OSError as err:
-        raise LinrnnError(f"--out: cannot write {path}: {err.strerror or err}") from None
 
 
 def default_out(name: str, quick: bool) -> Path:

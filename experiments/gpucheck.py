@@ -22,8 +22,8 @@ step also stops at its share of the budget (`SHARES`), so the sweep is left time
 stops is recorded as "not run: budget" (a step) or in the step's `not_run` list (its parts). A step whose
 package is absent reads "skipped: <why>" or "not available: <why>" (neither is a failure).
 
-Output: DIR/gpucheck.json in the report's results format (`linrnn.reports.results`: schema_version,
-section "gpucheck", meta with the machine and code version, data), rewritten atomically (temp file,
+Output: DIR/gpucheck.json, a section record of the report (`linrnn.impls.results`: the envelope with the
+machine and code version; section "gpucheck", device, config, data), rewritten atomically (temp file,
 rename) at each step's start and end and at most every `SAVE_EVERY_S` inside one: a `timeout` that
 kills the command loses only the step in flight, which then reads "running". `linrnn report --from
 DIR` renders it; docs/gpu.md lists the fields.
@@ -36,8 +36,6 @@ bandwidth steps, and mamba-ssm's, live in `gpukernels.py`.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import math
 import os
 import sys
@@ -48,13 +46,12 @@ from pathlib import Path
 
 from linrnn.impls import crosscheck
 from linrnn.impls.errors import LinrnnError
-from linrnn.impls.provenance import code_version, library_versions, machine
+from linrnn.impls.results import Envelope, SectionRecord, now, write
 from linrnn.experiments.gpukernels import (GOAL_FRACTION, KERNEL_MODULES, MAMBA_PATHS, bandwidth_step,  # noqa: F401
                                            error_line, kernel, kernels_step, mamba_step)
 
 STEPS = ("environment", "crosscheck", "kernels", "mamba", "bandwidth", "sweep")
 SHARES = {"crosscheck": 0.35, "kernels": 0.15, "mamba": 0.05, "bandwidth": 0.10}   # of the budget; the sweep: the rest
-SCHEMA_VERSION = 1            # linrnn.reports.results.RESULTS_SCHEMA_VERSION (a test checks they agree)
 SAVE_EVERY_S = 10.0           # inside a step, the JSON is rewritten at most this often
 RESERVE_S = 5.0               # kept back from the sweep's budget for the last write
 CALL_BUDGET_S = {"full": 2.0, "quick": 1.0, "tiny": None}   # the sweep skips the longer L of a call slower than this
@@ -100,7 +97,9 @@ class Budget(Exception):
 class Run:
     """One gpucheck: the record being built, the deadline, and the writes of DIR/gpucheck.json."""
 
-    def __init__(self, device: str, quick: bool, budget_s: float, out: str | os.PathLike | None):
+    def __init__(self, device: str, quick: bool, budget_s: float, out: str | os.PathLike | None,
+                 command: str | None = None):
+        self.command = command
         self.device, self.budget_s = device, float(budget_s)
         self.profile = "tiny" if device == "cpu" else ("quick" if quick else "full")
         self.sizes = PROFILES[self.profile]
@@ -111,7 +110,7 @@ class Run:
         self.last_save = -math.inf
         self.current: dict | None = None
         self.data = {"device": device, "profile": self.profile, "budget_s": self.budget_s,
-                     "goal_fraction": GOAL_FRACTION, "started": now_utc(),
+                     "goal_fraction": GOAL_FRACTION, "started": now(),
                      "steps": {name: {"status": "pending", "seconds": None, "error": None, "result": {}}
                                for name in STEPS}}
 
@@ -170,27 +169,13 @@ class Run:
                 "budget_s": self.budget_s, "sizes": sizes}
 
     def save(self) -> None:
-        """DIR/gpucheck.json, written to a temporary file and renamed (a killed run leaves no half file)."""
+        """DIR/gpucheck.json, a section record of the report (`linrnn.impls.results.write`: written in full to a
+        temporary file and renamed, so a killed run leaves no half file)."""
         self.last_save = time.perf_counter()
         if self.path is None:
             return
-        record = {"schema_version": SCHEMA_VERSION, "section": "gpucheck",
-                  "meta": {"code_version": code_version(),
-                           "created": now_utc(),
-                           "machine": machine(), "device": device_label(self.device),
-                           "libraries": library_versions(), "config": self.config()},
-                  "data": self.data}
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(".json.tmp")
-            tmp.write_text(json.dumps(plain(record), indent=1, allow_nan=False))
-            tmp.replace(self.path)
-        except OSError as err:
-            raise LinrnnError(f"--out: cannot write {self.path}: {err.strerror or err}") from None
-
-
-def now_utc() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        write(self.path, SectionRecord("gpucheck", device_label(self.device), self.config(), self.data,
+                                       Envelope.here(self.command)))
 
 
 def release_cuda_cache() -> None:
@@ -201,19 +186,6 @@ def release_cuda_cache() -> None:
         torch.cuda.empty_cache()
     except Exception:  # a broken CUDA context is reported by the step that broke it
         pass
-
-
-def plain(value):
-    """JSON-ready: NumPy scalars to Python, NaN and infinities to strings (as the report's results)."""
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if hasattr(value, "item") and callable(value.item):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    return value
 
 
 def device_label(device: str) -> str:
@@ -365,7 +337,8 @@ STEP_FUNCTIONS = {"environment": environment, "crosscheck": crosscheck_step, "ke
                   "mamba": mamba_step, "bandwidth": bandwidth_step, "sweep": sweep_step}
 
 
-def check(device: str = "cuda", quick: bool = False, budget_s: float = 420.0, out=None) -> dict:
+def check(device: str = "cuda", quick: bool = False, budget_s: float = 420.0, out=None,
+          command: str | None = None) -> dict:
     """Every step in order within the budget -> the data of gpucheck.json (also written to out/ if given)."""
     crosscheck.check_device(device)
     if device == "cuda":   # JAX would take 75% of the GPU at its first use, leaving PyTorch the rest
@@ -374,7 +347,7 @@ def check(device: str = "cuda", quick: bool = False, budget_s: float = 420.0, ou
     if device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"     # Triton's interpreter on CPU tensors, read at each launch
     try:
-        run = Run(device, quick, budget_s, out)
+        run = Run(device, quick, budget_s, out, command)
         for name in STEPS:
             run.step(name, STEP_FUNCTIONS[name])
         run.data["finished"] = True
@@ -447,7 +420,9 @@ def _main(args: argparse.Namespace) -> int:
         raise LinrnnError(f"--budget-s: expected a positive number of seconds, found {args.budget_s}")
     if args.device == "cuda":
         refuse_without_cuda()
-    data = check(args.device, args.quick, args.budget_s, args.out)
+    command = (f"linrnn gpucheck --out {args.out} --budget-s {args.budget_s:g} --device {args.device}"
+               + (" --quick" if args.quick else ""))
+    data = check(args.device, args.quick, args.budget_s, args.out, command)
     print("\n".join(summary_lines(data)))
     print(f"wrote {Path(args.out) / 'gpucheck.json'} in {data.get('elapsed_s', 0):.0f} s; "
           f"render with: linrnn report --from {args.out}")

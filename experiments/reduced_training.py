@@ -24,7 +24,6 @@ reduced scale" section renders it (`linrnn.reports.sections.training_reduced`).
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import sys
 import time
@@ -34,8 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from linrnn.impls.errors import LinrnnError
-
-SCHEMA = 1
+from linrnn.impls.results import RUN_RESULTS, Envelope, ReducedTrainingRecord, RunRecord, read, to_dict, write
 
 
 @dataclass(frozen=True)
@@ -208,13 +206,13 @@ def run_one(run: Run, data_root: Path, runs_root: Path, progress: bool) -> dict:
     folder = ensure_data(data_root, run.data)
     config = TrainConfig(**run.config)
     out = runs_root / run.name
-    results = out / "results.json"
+    results = out / RUN_RESULTS
     # the same run if the stored config reads back equal (a field added later takes its default)
-    reused = results.exists() and TrainConfig.from_dict(json.loads(results.read_text())["config"]) == config
+    reused = results.exists() and TrainConfig.from_dict(read(results, RunRecord).config) == config
     tic = time.perf_counter()
     if not reused:
         train(config, out, data=folder, progress=progress, resume=(out / "checkpoint.npz").exists())
-    record = json.loads(results.read_text())
+    record = to_dict(read(results, RunRecord))
     best = record["best"]
     metric = config.data_task.monitor
     base = baseline(config, folder)
@@ -238,8 +236,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=None, help=f"comma-separated run names: {', '.join(r.name for r in RUNS)}")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
-    from linrnn.impls.provenance import library_versions, machine
-
     names = [r.name for r in RUNS]
     chosen = names if args.only is None else [n.strip() for n in args.only.split(",")]
     bad = [n for n in chosen if n not in names]
@@ -249,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     data_root = Path(args.data)
     runs_root = Path(args.runs) if args.runs else data_root / "runs"
     out = Path(args.out)
-    previous = json.loads(out.read_text())["runs"] if out.exists() else []
+    previous = read(out, ReducedTrainingRecord).runs if out.exists() else []
     rows = {r["name"]: r for r in previous}
     for run in RUNS:
         if run.name in chosen:
@@ -257,15 +253,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{run.name}: test {rows[run.name]['metric']} at the best validation "
                   f"{rows[run.name]['test_at_best_val']:.4f} (baseline {rows[run.name]['baseline']['value']:.4f}), "
                   f"{rows[run.name]['seconds_per_step']:.2f} s/step", flush=True)
-            record = {"schema_version": SCHEMA, "experiment": "reduced_training",
-                      "command": "python -m linrnn.experiments.reduced_training " + " ".join(argv or sys.argv[1:]),
-                      "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                      "machine": machine(), "libraries": library_versions(),
-                      "runs": [rows[r.name] for r in RUNS if r.name in rows]}
-            out.parent.mkdir(parents=True, exist_ok=True)
-            tmp = out.with_name(out.name + ".tmp")
-            tmp.write_text(json.dumps(record, indent=1, allow_nan=False))
-            tmp.replace(out)
+            command = "python -m linrnn.experiments.reduced_training " + " ".join(argv or sys.argv[1:])
+            write(out, ReducedTrainingRecord(runs=[rows[r.name] for r in RUNS if r.name in rows],
+                                             envelope=Envelope.here(command)))
     return 0
 
 

@@ -47,9 +47,7 @@ file that the report's training-speed section renders (docs/speed.md, "Training 
 from __future__ import annotations
 
 import argparse
-import datetime
 import gc
-import json
 import os
 import statistics
 import sys
@@ -482,34 +480,20 @@ def markdown(result: dict) -> str:
 
 # -- the stored sweep: what `python -m linrnn.experiments.training_speed --out FILE` writes ------------
 
-STORED_SCHEMA_VERSION = 1
-STORED_KIND = "training_speed"
 EXTRA_LIBRARIES = ("s5-pytorch", "LRU-pytorch", "triton", "pytest-benchmark")
 
 
-def stored_record(result: dict, command: str) -> dict:
-    """A sweep with what a reader needs to trust it: command, date, code version, machine, libraries."""
-    from importlib import metadata
+def stored_record(result: dict, command: str):
+    """A sweep with what a reader needs to trust it (`linrnn.impls.results`: command, date, code version,
+    machine, libraries, with EXTRA_LIBRARIES beside the usual ones)."""
+    from linrnn.impls.results import Envelope, TrainingSpeedRecord
 
-    from linrnn.impls.provenance import code_version, library_versions, machine
-
-    libraries = library_versions()
-    for name in EXTRA_LIBRARIES:
-        try:
-            libraries[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            libraries[name] = "not installed"
-    return {"schema_version": STORED_SCHEMA_VERSION, "kind": STORED_KIND, "command": command,
-            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "code_version": code_version(), "machine": machine(), "libraries": libraries, "sweep": result}
+    return TrainingSpeedRecord(sweep=result, envelope=Envelope.here(command, EXTRA_LIBRARIES))
 
 
 def check_stored(record) -> str | None:
-    """What is wrong with a stored sweep (None: nothing), so that a reader can skip it with the reason."""
-    if not isinstance(record, dict) or record.get("kind") != STORED_KIND:
-        return f"kind: expected {STORED_KIND!r}"
-    if record.get("schema_version") != STORED_SCHEMA_VERSION:
-        return f"schema_version: expected {STORED_SCHEMA_VERSION}, found {record.get('schema_version')!r}"
+    """What is wrong with a stored sweep's content (None: nothing), so that a reader can skip it with the reason;
+    its envelope and fields are checked by `linrnn.impls.results.read`."""
     sweep_ = record.get("sweep")
     if not isinstance(sweep_, dict) or not isinstance(sweep_.get("rows"), list) or not isinstance(
             sweep_.get("config"), dict):
@@ -582,10 +566,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         given = argv if argv is not None else sys.argv[1:]
         command = " ".join(["python -m linrnn.experiments.training_speed", *given])
-        tmp = f"{args.out}.tmp"
-        with open(tmp, "w") as f:
-            json.dump(stored_record(result, command), f, indent=1, allow_nan=False)
-        os.replace(tmp, args.out)
+        from linrnn.impls.results import write
+
+        write(args.out, stored_record(result, command))
         print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

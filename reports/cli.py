@@ -26,12 +26,13 @@ from tqdm import tqdm
 
 from linrnn.impls.errors import LinrnnError
 from linrnn.reports.render import render
-from linrnn.reports.results import STORED_DIR, Loaded, read_results, write_result
+from linrnn.impls import results
+from linrnn.reports.results import SECTIONS_DIR, Loaded, read_results, write_result
 from linrnn.reports.sections import SECTIONS
 
 DEFAULT_OUT = "linrnn-report"
 STORED_SECTIONS = ("tasks", "norms")                              # training runs: rendered from stored results
-STORED_RESULTS = STORED_DIR / "sections"                          # reports/results/sections/ in a checkout
+STORED_RESULTS = SECTIONS_DIR                                      # reports/results/sections/ in a checkout
 
 
 def register(subparsers) -> None:
@@ -65,7 +66,8 @@ def stored_result(name: str, directory: Path | None = None) -> Path | None:
     return Path(record["path"])
 
 
-def compute_all(out: str, quick: bool, sections=SECTIONS, recompute: bool = False) -> list[str]:
+def compute_all(out: str, quick: bool, sections=SECTIONS, recompute: bool = False,
+                command: str | None = None) -> list[str]:
     """Compute and save each section; returns the names of sections that failed (their files are not written).
 
     Without `quick` or `recompute`, a section of STORED_SECTIONS with a valid stored file is copied, not computed."""
@@ -73,8 +75,7 @@ def compute_all(out: str, quick: bool, sections=SECTIONS, recompute: bool = Fals
     for i, section in enumerate(sections, 1):
         stored = None if quick or recompute or section.NAME not in STORED_SECTIONS else stored_result(section.NAME)
         if stored is not None:
-            Path(out).mkdir(parents=True, exist_ok=True)
-            (Path(out) / f"{section.NAME}.json").write_bytes(stored.read_bytes())
+            results.write(Path(out) / f"{section.NAME}.json", results.read(stored, results.SectionRecord))
             print(f"[{i}/{len(sections)}] {section.TITLE}: the stored results of {stored.name} "
                   f"(linrnn report --recompute trains them)", file=sys.stderr)
             continue
@@ -97,7 +98,7 @@ def compute_all(out: str, quick: bool, sections=SECTIONS, recompute: bool = Fals
             continue
         bar.close()
         config = {**config, "quick": quick, "seconds": round(time.perf_counter() - start, 2)}
-        write_result(out, section.NAME, data, config)
+        write_result(out, section.NAME, data, config, command=command)
     return failed
 
 
@@ -130,7 +131,9 @@ def _report(args: argparse.Namespace) -> int:
         return 0
     out = args.out or DEFAULT_OUT
     start = time.perf_counter()
-    failed = compute_all(out, args.quick, recompute=args.recompute)
+    command = " ".join(["linrnn report", *(["--quick"] if args.quick else []),
+                        *(["--recompute"] if args.recompute else []), "--out", str(out)])
+    failed = compute_all(out, args.quick, recompute=args.recompute, command=command)
     path = render(read_results([out], names), SECTIONS, out, quick=args.quick)
     print((path.parent / "ledger.txt").read_text())
     print(f"wrote {path} in {time.perf_counter() - start:.0f} s"

@@ -1,76 +1,54 @@
-"""Versioned results files: what every part of the report computes is saved as JSON, then rendered.
+"""The report's reader of the stored results (`linrnn.impls.results`: the envelope, the writer, the kinds).
 
-One file per section, `<DIR>/<section>.json`:
-
-    {"schema_version": 1, "section": NAME, "meta": {...}, "data": {...}}
-
-`meta` records what a reader needs to trust or reproduce a number: the code version, the package
-versions, the machine and device, the time, and the section's resolved config. Reading never stops at
-one bad file: a missing, unreadable or malformed file is reported as skipped, with the reason, and
-the rest still renders.
+One file per section, `<DIR>/<section>.json`, a `section` record. The report works on a view of each
+(`view`): `{"section": NAME, "meta": {...}, "data": {...}, "path": FILE}`, where `meta` holds what a reader
+needs to trust or reproduce a number: the code version, the date, the machine and device, the libraries, the
+command and the section's resolved config. Reading never stops at one bad file: a missing, unreadable or
+malformed file is reported as skipped, with the reason (the one line of `ResultsError`), and the rest still
+renders.
 """
 
 from __future__ import annotations
 
-import datetime
-import json
-import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from linrnn.experiments import STORED_DIR   # noqa: F401  (re-exported: reports/results/ in a checkout)
+from linrnn.impls import results
 from linrnn.impls.errors import LinrnnError
-from linrnn.impls.provenance import code_version, library_versions, machine
+from linrnn.impls.results import SECTIONS_DIR, STORED_DIR, ResultsError  # noqa: F401  (re-exported)
 
-RESULTS_SCHEMA_VERSION = 1
 REPORT_FILES = frozenset({"ledger"})      # JSON the report itself writes beside the results (ledger.json): not skipped
 
 
-def meta(config: dict[str, Any], device: str = "cpu") -> dict[str, Any]:
-    return {
-        "code_version": code_version(),
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine(),
-        "device": device,
-        "libraries": library_versions(),
-        "config": config,
-    }
-
-
-def _json_ready(value: Any) -> Any:
-    """Plain JSON: NaN and infinities become strings ('nan', 'inf') instead of invalid JSON tokens."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {str(k): _json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_ready(v) for v in value]
-    if hasattr(value, "item") and callable(value.item):  # NumPy scalars
-        return _json_ready(value.item())
-    return value
-
-
 def write_result(directory: str | os.PathLike, section: str, data: dict[str, Any], config: dict[str, Any],
-                 device: str = "cpu") -> Path:
-    directory = Path(directory)
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / f"{section}.json"
-        tmp = path.with_suffix(".json.tmp")  # write then rename: an interrupted run leaves no half file
-        record = {"schema_version": RESULTS_SCHEMA_VERSION, "section": section, "meta": meta(config, device),
-                  "data": data}
-        tmp.write_text(json.dumps(_json_ready(record), indent=1, allow_nan=False))
-        tmp.replace(path)
-    except OSError as err:
-        raise LinrnnError(f"cannot write results to {directory}: {err.strerror or err}") from None
-    return path
+                 device: str = "cpu", command: str | None = None) -> Path:
+    """DIR/<section>.json: the section's record, written atomically."""
+    return results.write(Path(directory) / f"{section}.json",
+                         results.SectionRecord(section, device, config, data, results.Envelope.here(command)))
+
+
+def view(record: results.SectionRecord, path: str | os.PathLike) -> dict[str, Any]:
+    """The report's view of a section record (what the ledger, the sections and the templates read)."""
+    env = record.envelope
+    meta = {"code_version": env.code_version, "date": env.date, "machine": env.machine, "device": record.device,
+            "libraries": env.libraries, "command": env.command, "config": record.config}
+    return {"section": record.section, "meta": meta, "data": record.data, "path": str(path)}
+
+
+def read_section(path: str | os.PathLike, name: str | None = None) -> dict[str, Any]:
+    """The view of one section file (of section `name` when given); a bad file is one ResultsError line."""
+    record = results.read(path, results.SectionRecord)
+    if name is not None and record.section != name:
+        raise ResultsError(f"{path}: section: expected {name!r}, found {record.section!r}")
+    return view(record, path)
 
 
 @dataclass
 class Loaded:
-    results: list[dict[str, Any]] = field(default_factory=list)   # valid records, each with 'path'
+    results: list[dict[str, Any]] = field(default_factory=list)   # views of the valid records, each with 'path'
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
 
 
@@ -88,50 +66,34 @@ def read_results(directories: list[str | os.PathLike], sections: list[str]) -> L
                 loaded.skipped.append((str(directory / f"{name}.json"), "missing"))
                 continue
             try:
-                record = json.loads(path.read_text())
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-                loaded.skipped.append((str(path), f"unreadable JSON ({err})"))
-                continue
-            problem = _check_record(record, name)
-            if problem:
-                loaded.skipped.append((str(path), problem))
-                continue
-            record["path"] = str(path)
-            loaded.results.append(record)
+                loaded.results.append(read_section(path, name))
+            except ResultsError as err:
+                loaded.skipped.append((str(path), _reason(err, path)))
         for stem, path in found.items():
             if stem not in REPORT_FILES:
                 loaded.skipped.append((str(path), f"not a section of this report ({stem})"))
     return loaded
 
 
-def _check_record(record: Any, name: str) -> str | None:
-    if not isinstance(record, dict):
-        return "not a JSON object"
-    if record.get("schema_version") != RESULTS_SCHEMA_VERSION:
-        return f"schema_version: expected {RESULTS_SCHEMA_VERSION}, found {record.get('schema_version')!r}"
-    if record.get("section") != name:
-        return f"section: expected {name!r}, found {record.get('section')!r}"
-    for key in ("meta", "data"):
-        if not isinstance(record.get(key), dict):
-            return f"{key}: expected a JSON object"
-    if not isinstance(record["meta"].get("machine"), dict):
-        return "meta.machine: expected a JSON object"
-    return None
+def _reason(err: ResultsError, path: Path) -> str:
+    """The error's line without the file name it starts with (the skipped list names the file)."""
+    text = str(err)
+    return text[len(str(path)) + 2:] if text.startswith(f"{path}: ") else text
 
 
-def read_stored(directory: str | os.PathLike, pattern: str,
-                check: Callable[[Any], str | None]) -> tuple[list[tuple[Path, dict]], list[list[str]]]:
-    """The stored experiment files `directory/pattern` (e.g. reports/results/training_speed*.json) that
-    parse and pass `check` (which returns the first problem, or None), in name order, and [file, reason]
-    for each of the others."""
+def read_stored(directory: str | os.PathLike, pattern: str, kind: type[results.Record],
+                check: Callable[[dict], str | None] | None = None) -> tuple[list[tuple[Path, dict]], list[list[str]]]:
+    """The stored records `directory/pattern` (e.g. reports/results/training_speed*.json) of `kind` that read
+    (every field checked by `linrnn.impls.results.read`) and pass `check` (which returns the first problem of the
+    record's content, or None), in name order, each as its stored dict; and [file, reason] for each of the others."""
     good, skipped = [], []
     for path in sorted(Path(directory).glob(pattern)):
         try:
-            record = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-            skipped.append([path.name, f"unreadable JSON ({err})"])
+            record = results.to_dict(results.read(path, kind))
+        except ResultsError as err:
+            skipped.append([path.name, _reason(err, path)])
             continue
-        problem = check(record)
+        problem = check(record) if check is not None else None
         if problem:
             skipped.append([path.name, problem])
             continue

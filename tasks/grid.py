@@ -36,7 +36,6 @@ The defaults are one setting for every model, chosen to be fair to each (docs/ta
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable, Iterable
@@ -180,21 +179,16 @@ def run_grid(tasks: Iterable[str], models: Iterable[str], backend: str, length: 
 
 
 def write_rows(path: str | Path, rows: list[dict], command: str | None = None) -> Path:
-    """The rows as JSON, with the code version, the machine and the command that made them."""
-    from linrnn.impls.provenance import code_version, library_versions, machine
+    """The rows as a grid record (`linrnn.impls.results`), with the code version, the machine and the command that
+    made them."""
+    from linrnn.impls.results import Envelope, GridRecord, ResultsError, write
 
-    path = Path(path)
-    record = {"schema_version": 1, "command": command, "code_version": code_version(), "machine": machine(),
-              "libraries": library_versions(), "defaults": {"common": COMMON, "warmup_fraction": WARMUP_FRACTION,
-                                                            "evaluations": EVALUATIONS},
-              "rows": rows}
+    record = GridRecord(defaults={"common": COMMON, "warmup_fraction": WARMUP_FRACTION, "evaluations": EVALUATIONS},
+                        rows=rows, envelope=Envelope.here(command))
     try:
-        if path.parent != Path(""):
-            path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(record, indent=1))
-    except OSError as err:
-        raise LinrnnError(f"--json: cannot write {path}: {err.strerror or err}") from None
-    return path
+        return write(path, record)
+    except ResultsError as err:
+        raise LinrnnError(f"--json: {err}") from None
 
 
 def table(rows: list[dict]) -> str:

@@ -53,7 +53,7 @@ from tqdm import tqdm
 
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
-from linrnn.impls.provenance import code_version, library_versions, machine
+from linrnn.impls.results import RUN_RESULTS, RunRecord, write
 from linrnn.tasks import checkpoint as ckpt_io
 from linrnn.tasks import datatasks
 from linrnn.tasks.config import RESUMABLE_CHANGES, TrainConfig
@@ -63,7 +63,6 @@ from linrnn.tasks.schedule import lr_factor
 from linrnn.tasks.synthetic import last_outputs
 
 ADAPTERS = {"torch": "linrnn.tasks.torch_adapter", "jax": "linrnn.tasks.jax_adapter"}
-RESULTS_SCHEMA = 2
 EVAL_SPLITS = ("val", "test")
 
 
@@ -368,7 +367,7 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after
     result = RunResult(config, end, losses, evaluations, seconds, bundle, best, adapter.rank,
                        stopped_early=stopped)
     # a finished run resumed again takes no step: its results (and their time per step) stay as they were
-    if (end == total or stopped) and lead and (end > start or not (out / "results.json").exists()):
+    if (end == total or stopped) and lead and (end > start or not (out / RUN_RESULTS).exists()):
         write_results(out, result)
     return result
 
@@ -402,21 +401,15 @@ def _describe(record: dict) -> str:
 
 def write_results(out: Path, result: RunResult) -> Path:
     history = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if line]
-    record = {
-        "schema_version": RESULTS_SCHEMA,
-        "config": result.config.to_dict(),
-        "bundle_sha256": result.bundle.digest(),
-        "steps": result.steps_done,
-        "stopped_early": result.stopped_early,
-        "seconds_per_step": result.seconds_per_step,
-        "final": result.evaluations[-1] if result.evaluations else None,
-        "best": result.best,
-        "train_loss": [h["loss"] for h in history if "loss" in h],
-        "evaluations": [{"step": h["step"], **h["eval"]} for h in history if "eval" in h],
-        "code_version": code_version(),
-        "machine": machine(),
-        "libraries": library_versions(),
-    }
-    path = out / "results.json"
-    path.write_text(json.dumps(record, indent=1))
-    return path
+    record = RunRecord(
+        config=result.config.to_dict(),
+        bundle_sha256=result.bundle.digest(),
+        steps=result.steps_done,
+        stopped_early=result.stopped_early,
+        seconds_per_step=result.seconds_per_step,
+        final=result.evaluations[-1] if result.evaluations else None,
+        best=result.best,
+        train_loss=[h["loss"] for h in history if "loss" in h],
+        evaluations=[{"step": h["step"], **h["eval"]} for h in history if "eval" in h],
+    )
+    return write(out / RUN_RESULTS, record)

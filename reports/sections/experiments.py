@@ -26,6 +26,7 @@ from scipy import stats as scipy_stats
 
 from linrnn.experiments import claims as experiments
 from linrnn.reports import plots
+from linrnn.impls.results import ExperimentRecord
 from linrnn.reports.results import read_stored
 from linrnn.reports.sections.training_reduced import _is_number
 
@@ -58,12 +59,10 @@ def compute(quick: bool, progress) -> tuple[dict, dict]:
 
 
 def check_stored(record) -> str | None:
-    """What is wrong with a stored file (None: nothing)."""
+    """What is wrong with a stored record's content (None: nothing); its envelope and fields are checked by
+    `linrnn.impls.results.read`."""
     from linrnn.reports.ledger import conforms
 
-    if not isinstance(record, dict) or record.get("schema_version") != experiments.SCHEMA:
-        found = record.get("schema_version") if isinstance(record, dict) else None
-        return f"schema_version: expected {experiments.SCHEMA}, found {found!r}"
     problem = conforms(record, RECORD_SHAPE, "record")
     if problem:
         return problem
@@ -81,7 +80,7 @@ def check_stored(record) -> str | None:
 
 def load_stored(directory: Path) -> tuple[list[dict], list[list[str]]]:
     """Every valid stored record in `directory` with its cells, and [file, reason] for the rest."""
-    files, skipped = read_stored(directory, STORED_GLOB, check_stored)
+    files, skipped = read_stored(directory, STORED_GLOB, ExperimentRecord, check_stored)
     stored = []
     for path, record in files:
         keys = experiments.table_keys(record)

@@ -25,9 +25,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from linrnn.experiments.reduced_training import SCHEMA
+from linrnn.impls.results import STORED_DIR, ReducedTrainingRecord
 from linrnn.reports import plots
-from linrnn.reports.results import STORED_DIR, read_stored
+from linrnn.reports.results import read_stored
 from linrnn.tasks.grid import thin
 
 NAME = "training_reduced"
@@ -37,7 +37,6 @@ TEMPLATE = "training_reduced.html.j2"
 STORED_GLOB = "training_reduced*.json"
 COMMAND = ("python -m linrnn.experiments.reduced_training --data DIR "
            "--out reports/results/training_reduced_cpu.json")
-EXPERIMENT = "reduced_training"
 RUN_KEYS = ("name", "task", "model", "backend", "scale", "steps", "seconds_per_step", "train_loss", "evaluations",
             "metric", "test_at_best_val", "baseline", "above_baseline", "code_version")
 LOSS_POINTS = 300
@@ -66,7 +65,7 @@ def summary(data: dict) -> str:
 
 def load_stored(directory: Path) -> tuple[list[dict], list[list[str]]]:
     """Every valid stored file in `directory` (loss curves thinned), and [file, reason] for the rest."""
-    files, skipped = read_stored(directory, STORED_GLOB, check_stored)
+    files, skipped = read_stored(directory, STORED_GLOB, ReducedTrainingRecord, check_stored)
     stored = []
     for path, record in files:
         runs = [{**run, "train_loss": thin(run["train_loss"], LOSS_POINTS)} for run in record["runs"]]
@@ -81,10 +80,6 @@ def _is_number(value) -> bool:
 
 def check_stored(record) -> str | None:
     """What is wrong with a stored file (None: nothing), so that the section can skip it with the reason."""
-    if not isinstance(record, dict) or record.get("experiment") != EXPERIMENT:
-        return f"experiment: expected {EXPERIMENT!r}"
-    if record.get("schema_version") != SCHEMA:
-        return f"schema_version: expected {SCHEMA}, found {record.get('schema_version')!r}"
     for key, kind, what in (("command", str, "text"), ("date", str, "text"), ("machine", dict, "an object"),
                             ("libraries", dict, "an object"), ("runs", list, "a list")):
         if not isinstance(record.get(key), kind):

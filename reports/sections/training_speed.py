@@ -26,7 +26,8 @@ from pathlib import Path
 
 from linrnn.experiments.training_speed import DIRECTIONS, PEERS, check_stored, derive, scaling, sweep, targets
 from linrnn.reports import plots
-from linrnn.reports.results import STORED_DIR, read_stored
+from linrnn.impls.results import STORED_DIR, TrainingSpeedRecord
+from linrnn.reports.results import read_stored
 
 NAME = "training_speed"
 TITLE = "Training speed and memory: forward and forward+backward against L, beside the peers"
@@ -60,14 +61,14 @@ def compute(quick: bool, progress) -> tuple[dict, dict]:
 
 def load_stored(directory: Path) -> tuple[list[dict], list[list[str]]]:
     """Every valid stored sweep in `directory` (ratios recomputed from its rows), and [file, reason] for the rest."""
-    files, skipped = read_stored(directory, STORED_GLOB, check_stored)
+    files, skipped = read_stored(directory, STORED_GLOB, TrainingSpeedRecord, check_stored)
     stored = []
     for path, record in files:
         result, c = record["sweep"], record["sweep"]["config"]
         derive(result["rows"], c["B"], c["H"])
         result["scaling"], result["targets"] = scaling(result["rows"]), targets(result["rows"])
         stored.append({"file": path.name, **{k: record.get(k) for k in (
-            "command", "created", "code_version", "machine", "libraries")}, "sweep": result})
+            "command", "date", "code_version", "machine", "libraries")}, "sweep": result})
     return stored, skipped
 
 

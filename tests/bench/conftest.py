@@ -12,13 +12,13 @@ format `python -m linrnn.experiments.training_speed --out` writes, so the report
 and printed as markdown tables in the terminal summary (`pytest_terminal_summary`).
 """
 
-import json
 import os
 from pathlib import Path
 
 import pytest
 
 from linrnn.experiments.training_speed import derive, markdown, scaling, stored_record, targets
+from linrnn.impls.results import write
 
 GROWTH = (4096, 16384)      # the longest pair these benchmarks time
 
@@ -57,7 +57,7 @@ def report(config, result: dict) -> None:
     path = ratios_path(config)
     if path is not None:
         command = "pytest " + " ".join(config.invocation_params.args)
-        path.write_text(json.dumps(stored_record(result, command), indent=1, allow_nan=False))
+        write(path, stored_record(result, command))
         text += f"\nratios written to {path}\n"
     config.stash[SUMMARY] = text
 

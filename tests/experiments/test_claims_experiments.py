@@ -17,6 +17,7 @@ import pytest
 from linrnn.cli import main as cli_main
 from linrnn.experiments import claims
 from linrnn.experiments.reduced_training import DataSet
+from linrnn.impls import results
 from linrnn.impls.errors import LinrnnError
 from linrnn.reports import ledger
 from linrnn.reports.render import render
@@ -403,6 +404,11 @@ def test_d2_runs_three_seeds_at_the_lengths_that_fit_with_the_state_size_fixed_a
     assert len(claims.table_cells(record)) == len(claims.D2_VARIANTS) * len(claims.D2_LENGTHS)
 
 
+def envelope(command: str, machine: dict) -> results.Envelope:
+    return results.Envelope(date="2026-12-01T00:00:00+00:00", machine=machine, libraries={"torch": "2.13.0"},
+                            command=command, code_version="0.2.0+gtest")
+
+
 def test_d2_settles_from_a_stored_record_as_the_report_reads_it(tmp_path):
     """Through the report's reader: the runs' state size comes from their configs."""
     jobs = claims.d2_jobs(False)
@@ -411,12 +417,12 @@ def test_d2_settles_from_a_stored_record_as_the_report_reads_it(tmp_path):
              "value": values[j.labels["length"]] + SPREAD[j.labels["seed"]] / 10, "steps": 800,
              "seconds_per_step": 0.5} for j in jobs]
     experiment = claims.EXPERIMENTS["long-shift"]
-    record = {"schema_version": claims.SCHEMA, "experiment": "long-shift", "claims": ["D2"], "title": experiment.title,
-              "question": experiment.question, "scale": experiment.scale(False), "factor": "length",
-              "note": experiment.note, "quick": False, "complete": True, "command": "linrnn experiment long-shift",
-              "date": "2026-12-01T00:00:00+00:00", "machine": {}, "libraries": {}, "seconds": 1.0, "runs": runs,
-              "controls": [c.spec() for c in experiment.controls(False)], "brief": experiment.brief}
-    claims.write(tmp_path / "experiment-long-shift.json", record)
+    record = results.ExperimentRecord(
+        experiment="long-shift", claims=["D2"], title=experiment.title, question=experiment.question,
+        scale=experiment.scale(False), brief=experiment.brief, factor="length", note=experiment.note, quick=False,
+        seconds=1.0, training_seconds=1.0, complete=True, controls=[c.spec() for c in experiment.controls(False)],
+        runs=runs, envelope=envelope("linrnn experiment long-shift", {}))
+    results.write(tmp_path / "experiment-long-shift.json", record)
     stored, skipped = section.load_stored(tmp_path)
     assert skipped == [] and {r["d_state"] for r in stored[0]["runs"]} == {claims.D2_STATE, claims.D2_STATE // 4}
     parts = settle(ledger.D2_EXPERIMENT, stored)
@@ -564,12 +570,11 @@ def test_the_section_renders_a_stored_record_and_lists_the_missing_ones(tmp_path
     stored.mkdir()
     runs = [{**r, "name": f"r{i}", "config": {}, "metric": "r2", "steps": 10, "seconds_per_step": 0.1,
              "parameters": 100, "error": None} for i, r in enumerate(d8_runs(0.01, 0.3))]
-    record = {"schema_version": claims.SCHEMA, "experiment": "norm-position", "claims": ["D8"], "title": "Pre <b>",
-              "question": "q", "scale": "s", "factor": "norm", "note": "", "quick": False, "complete": True,
-              "command": "linrnn experiment norm-position", "date": "2026-12-01T00:00:00+00:00",
-              "machine": {"label": "box", "platform": "p", "cpus": 2}, "libraries": {"torch": "2.13.0"},
-              "seconds": 12.0, "runs": runs}
-    (stored / "experiment-norm-position.json").write_text(json.dumps(record))
+    record = results.ExperimentRecord(
+        experiment="norm-position", claims=["D8"], title="Pre <b>", question="q", scale="s", brief="", factor="norm",
+        note="", quick=False, seconds=12.0, training_seconds=10.0, complete=True, controls=[], runs=runs,
+        envelope=envelope("linrnn experiment norm-position", {"label": "box", "platform": "p", "cpus": 2}))
+    results.write(stored / "experiment-norm-position.json", record)
     (stored / "experiment-broken.json").write_text("{")
     monkeypatch.setattr(section, "STORED_DIR", stored)
     data, config = section.compute(False, lambda *a: None)
@@ -587,7 +592,7 @@ def test_the_section_renders_a_stored_record_and_lists_the_missing_ones(tmp_path
 
 
 def test_a_record_with_a_missing_label_is_skipped_with_the_reason():
-    record = {"schema_version": claims.SCHEMA, "experiment": "norm-position", "claims": ["D8"], "title": "t",
+    record = {"schema_version": results.SCHEMA_VERSION, "experiment": "norm-position", "claims": ["D8"], "title": "t",
               "question": "q", "scale": "s", "factor": "norm", "note": "", "quick": False, "complete": True,
               "command": "c", "date": "d", "machine": {}, "libraries": {}, "seconds": 1.0,
               "runs": [{"name": "a", "status": "ok", "config": {}, "task": "cumsum", "model": "dlr", "value": 0.5}]}

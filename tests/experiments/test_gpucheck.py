@@ -25,7 +25,8 @@ from linrnn.experiments import gpucheck, gpukernels, speed
 from linrnn.impls import crosscheck
 from linrnn.impls.errors import LinrnnError
 from linrnn.reports import cli as report_cli
-from linrnn.reports.results import RESULTS_SCHEMA_VERSION, read_results
+from linrnn.impls.results import SCHEMA_VERSION
+from linrnn.reports.results import read_results
 from linrnn.reports.sections import gpucheck as gpu_section
 
 SETTLED = ("done", "partial: budget", "not run: budget", "not available: ", "skipped: ")
@@ -65,7 +66,8 @@ def test_cpu_path_runs_every_step_and_writes_the_reports_format(cpu_run):
     assert list(steps) == list(gpucheck.STEPS)
     assert all(s["status"].startswith(SETTLED) for s in steps.values()), {k: s["status"] for k, s in steps.items()}
     assert status == (1 if gpucheck.failed(record["data"]) else 0) == 0
-    assert gpucheck.SCHEMA_VERSION == RESULTS_SCHEMA_VERSION
+    assert (record["schema_version"], record["kind"], record["section"]) == (SCHEMA_VERSION, "section", "gpucheck")
+    assert record["command"] == f"linrnn gpucheck --out {out} --budget-s 420 --device cpu" and record["device"] == "cpu"
     loaded = read_results([out], ["gpucheck"])
     assert loaded.skipped == [] and loaded.results[0]["meta"]["config"]["profile"] == "tiny"
     assert steps["environment"]["status"] == "done" and steps["environment"]["result"]["torch"] == torch.__version__
@@ -80,7 +82,7 @@ def test_cpu_path_runs_every_step_and_writes_the_reports_format(cpu_run):
         assert steps["mamba"]["status"] == MAMBA_SKIPPED and steps["mamba"]["result"] == {}
     bw = steps["bandwidth"]["result"]
     assert bw["copy"]["gb_per_s"] > 0 and bw["shapes"][0]["scans"]["torch chunked"]["fraction_of_copy"] > 0
-    assert not (out / "gpucheck.json.tmp").exists()
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_report_from_renders_every_step(cpu_run, tmp_path):

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from linrnn.experiments import reduced_training as rt
+from linrnn.impls import results as stored
 from linrnn.reports.sections import training_reduced
 from linrnn.tasks.config import TrainConfig
 
@@ -24,7 +25,7 @@ TINY = rt.Run(
     dict(task="listops", model="lru", d_model=8, d_state=4, n_layers=1, batch_size=8, epochs=None, steps=3,
          dtype="float64", eval_every=None, eval_batches=None, checkpoint_every=None, backend="torch"),
     "32 / 8 / 8 generated ListOps expressions; LRU, 1 layer, H = 8, N = 4; 3 steps of batch 8")
-FILE_KEYS = {"schema_version", "experiment", "command", "date", "machine", "libraries", "runs"}
+FILE_KEYS = {"schema_version", "kind", "command", "date", "machine", "libraries", "code_version", "runs"}
 RUN_KEYS = {"name", "task", "model", "backend", "scale", "examples", "data", "config", "steps", "seconds_per_step",
             "wall_seconds", "train_loss", "evaluations", "best", "metric", "test_at_best_val", "baseline",
             "above_baseline", "machine", "code_version"}
@@ -43,10 +44,10 @@ def tiny(tmp_path_factory):
 
 def test_main_writes_every_documented_key(tiny):
     argv, record, run_dir = tiny
-    assert set(record) == FILE_KEYS and record["schema_version"] == rt.SCHEMA
-    assert record["experiment"] == "reduced_training" and record["command"].endswith(" ".join(argv))
+    assert set(record) == FILE_KEYS and record["schema_version"] == stored.SCHEMA_VERSION
+    assert record["kind"] == "reduced_training" and record["command"].endswith(" ".join(argv))
     assert len(record["runs"]) == 1 and set(record["runs"][0]) == RUN_KEYS
-    run, results = record["runs"][0], json.loads((run_dir / "results.json").read_text())
+    run, results = record["runs"][0], stored.to_dict(stored.read(run_dir / stored.RUN_RESULTS, stored.RunRecord))
     assert (run["name"], run["task"], run["model"], run["backend"], run["scale"]) == \
         (TINY.name, "listops", "lru", "torch", TINY.scale)
     assert run["data"] == {"generator": "listops", "options": TINY.data.options}

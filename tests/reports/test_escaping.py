@@ -47,7 +47,7 @@ def crafted(directory) -> None:
     for name in ("tasks", "theory"):                         # the machine label, as another machine wrote it
         path = directory / f"{name}.json"
         record = json.loads(path.read_text())
-        record["meta"]["machine"]["label"] = SCRIPT
+        record["machine"]["label"] = SCRIPT
         path.write_text(json.dumps(record))
 
 

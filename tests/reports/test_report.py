@@ -6,7 +6,8 @@ import re
 import pytest
 
 from linrnn.reports import cli as report_cli
-from linrnn.reports.results import RESULTS_SCHEMA_VERSION, read_results, write_result
+from linrnn.impls.results import SCHEMA_VERSION
+from linrnn.reports.results import read_results, write_result
 from linrnn.reports.render import render
 from linrnn.reports.sections import SECTIONS, reference
 
@@ -20,10 +21,9 @@ def computed(tmp_path_factory):
 
 def test_reference_section_results_are_versioned_json(computed):
     record = json.loads((computed / "reference.json").read_text())
-    assert record["schema_version"] == RESULTS_SCHEMA_VERSION and record["section"] == "reference"
-    meta = record["meta"]
-    assert {"code_version", "created", "machine", "device", "libraries", "config"} <= set(meta)
-    assert meta["config"]["quick"] is True and meta["libraries"]["numpy"] != "not installed"
+    assert (record["schema_version"], record["kind"], record["section"]) == (SCHEMA_VERSION, "section", "reference")
+    assert {"code_version", "date", "machine", "device", "libraries", "command", "config"} <= set(record)
+    assert record["config"]["quick"] is True and record["libraries"]["numpy"] != "not installed"
     data = record["data"]
     assert data["ok"] is True
     assert {(r["mixer"], r["bidirectional"]) for r in data["summary"]} == \
@@ -68,7 +68,7 @@ def test_wrong_schema_and_missing_section_file(tmp_path):
     (tmp_path / "reference.json").write_text(json.dumps({"schema_version": 99, "section": "reference"}))
     loaded = read_results([tmp_path], ["reference", "theory"])
     reasons = dict(loaded.skipped)
-    assert reasons[str(tmp_path / "reference.json")] == "schema_version: expected 1, found 99"
+    assert reasons[str(tmp_path / "reference.json")] == "schema_version: expected 2, found 99"
     assert reasons[str(tmp_path / "theory.json")] == "missing"
     html = render(loaded, (reference,), tmp_path).read_text()
     assert "No results for this section" in html
@@ -76,7 +76,7 @@ def test_wrong_schema_and_missing_section_file(tmp_path):
 
 def test_text_from_results_is_escaped(computed, tmp_path):
     record = json.loads((computed / "reference.json").read_text())
-    record["meta"]["machine"]["label"] = "<img src=x onerror=alert(1)>"
+    record["machine"]["label"] = "<img src=x onerror=alert(1)>"
     (tmp_path / "reference.json").write_text(json.dumps(record))
     html = render(read_results([tmp_path], ["reference"]), (reference,), tmp_path / "o").read_text()
     assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html

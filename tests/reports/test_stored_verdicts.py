@@ -8,7 +8,6 @@ this one checks what a reader of `reports/results/` is actually shown.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 
@@ -17,6 +16,7 @@ import pytest
 from linrnn.experiments import stats
 from linrnn.reports import ledger
 from linrnn.reports.cli import STORED_RESULTS, STORED_SECTIONS
+from linrnn.reports.results import read_section
 from linrnn.reports.sections import experiments
 
 PAIRED = ("McNemar", "binomial")          # tests over the test examples of one run each: n counts examples
@@ -30,7 +30,7 @@ def stored_ledger() -> list[dict]:
     for name in STORED_SECTIONS:
         path = STORED_RESULTS / f"{name}.json"
         if path.exists():
-            records[name] = [json.loads(path.read_text())]
+            records[name] = [read_section(path, name)]
     if not data["stored"] and len(records) == 1:
         pytest.skip(f"no stored records under {experiments.STORED_DIR} (an installed package without a checkout)")
     return ledger.ledger_json(ledger.build(records))

@@ -16,7 +16,7 @@ from linrnn.experiments import normstudy
 from linrnn.experiments import tasks as tasks_experiment
 from linrnn.reports import ledger
 from linrnn.reports.render import render
-from linrnn.reports.results import read_results, write_result
+from linrnn.reports.results import read_results, read_section, write_result
 from linrnn.reports.sections import norms, tasks
 
 VERDICTS = {"reproduced", "contradicted", "inconclusive", "verified"}
@@ -27,7 +27,7 @@ def computed(section, tmp_path):
     data, config = section.compute(True, lambda done, total, what: calls.append((done, total, what)))
     assert calls and calls[-1][0] == calls[-1][1]
     write_result(tmp_path, section.NAME, data, {**config, "quick": True})
-    record = json.loads((tmp_path / f"{section.NAME}.json").read_text())    # plain JSON, read back
+    record = read_section(tmp_path / f"{section.NAME}.json", section.NAME)  # plain JSON, read back as the report does
     html = render(read_results([tmp_path], [section.NAME]), (section,), tmp_path / "page").read_text()
     assert "<svg" not in json.dumps(record["data"])                       # descriptions, drawn at render time
     return record, html

@@ -13,7 +13,8 @@ import json
 import math
 import re
 
-from linrnn.experiments.reduced_training import SCHEMA
+from linrnn.impls.results import SCHEMA_VERSION as SCHEMA
+from linrnn.impls.results import Envelope, ReducedTrainingRecord, to_dict
 from linrnn.reports.render import render
 from linrnn.reports.results import read_results, write_result
 from linrnn.reports.sections import training_reduced as section
@@ -37,10 +38,12 @@ def run_row(name: str, task: str, backend: str, test: float, base: float, above:
 
 
 def stored_record(runs: list[dict]) -> dict:
-    return {"schema_version": SCHEMA, "experiment": "reduced_training",
-            "command": "python -m linrnn.experiments.reduced_training --data D --out O",
-            "date": "2026-11-30T12:00:00+00:00", "machine": MACHINE,
-            "libraries": {"numpy": "2.4.6", "torch": "2.13.0+cpu"}, "runs": runs}
+    """The stored dict of a record, as `linrnn.impls.results` writes it."""
+    envelope = Envelope(date="2026-11-30T12:00:00+00:00", machine=MACHINE,
+                        libraries={"numpy": "2.4.6", "torch": "2.13.0+cpu"},
+                        command="python -m linrnn.experiments.reduced_training --data D --out O",
+                        code_version="0.2.0+gtest")
+    return to_dict(ReducedTrainingRecord(runs=runs, envelope=envelope))
 
 
 def build(tmp_path, monkeypatch, files: dict[str, str]) -> tuple[dict, str]:
@@ -123,7 +126,7 @@ def test_a_bad_file_is_skipped_with_its_reason(tmp_path, monkeypatch):
         "training_reduced_b.json": json.dumps(dict(good, schema_version=SCHEMA + 1)),
         "training_reduced_c.json": json.dumps(missing),
         "training_reduced_d.json": json.dumps(bad_baseline),
-        "training_reduced_e.json": json.dumps(dict(good, experiment="training_speed")),
+        "training_reduced_e.json": json.dumps(dict(good, kind="training_speed")),
         "training_reduced_f.json": json.dumps(dict(good, machine={"cpus": 2})),
         "training_reduced_ok.json": json.dumps(good)})
     reasons = dict(data["stored_skipped"])
@@ -132,7 +135,7 @@ def test_a_bad_file_is_skipped_with_its_reason(tmp_path, monkeypatch):
     assert reasons["training_reduced_c.json"].startswith("runs[0]: expected an object with name, task")
     assert reasons["training_reduced_d.json"] == \
         "runs[0].baseline: expected an object with rule (text) and value (a number)"
-    assert reasons["training_reduced_e.json"] == "experiment: expected 'reduced_training'"
+    assert reasons["training_reduced_e.json"] == "kind: expected 'reduced_training', found 'training_speed'"
     assert reasons["training_reduced_f.json"] == "machine: expected an object with label, platform and cpus"
     assert [s["file"] for s in data["stored"]] == ["training_reduced_ok.json"]
     for file, reason in reasons.items():

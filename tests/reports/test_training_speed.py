@@ -20,6 +20,7 @@ import pytest
 
 from linrnn.experiments import training_speed as ts
 from linrnn.experiments.memory_probe import probe_memory
+from linrnn.impls import results
 from linrnn.impls.bench import DIRECTIONS, PeakRSS, input_bytes
 from linrnn.impls.errors import LinrnnError
 from linrnn.reports.render import render
@@ -285,10 +286,10 @@ def test_the_section_renders_from_a_stored_sweep(tmp_path, monkeypatch):
     result["growth_rounds"] = [{"implementation": "lru scan", "direction": "forward+backward", "from_L": 4096,
                                 "to_L": 65536, "linear": 16.0, "ms": [150.0, 2300.0], "rounds": 7, "ratio": 15.3,
                                 "ratio_range": [12.0, 18.0]}]
-    (stored / "training_speed_test.json").write_text(json.dumps(ts.stored_record(result, "python -m x --out y")))
+    results.write(stored / "training_speed_test.json", ts.stored_record(result, "python -m x --out y"))
     broken = ts.stored_record({**result, "interleaved": [{"implementation": "lru scan"}]}, "python -m x")
-    (stored / "training_speed_broken.json").write_text(json.dumps(broken))
-    (stored / "training_speed_bad.json").write_text('{"kind": "something else"}')
+    results.write(stored / "training_speed_broken.json", broken)
+    (stored / "training_speed_bad.json").write_text('{"schema_version": 2, "kind": "something else"}')
     monkeypatch.setattr(section, "STORED_DIR", stored)
     live = synthetic_sweep()
     monkeypatch.setattr(section, "sweep", lambda **kwargs: live)         # no live timing in this test
@@ -366,7 +367,8 @@ def test_the_command_checks_its_rounds_first_and_stores_the_rounds_and_growth(tm
                     "--heads", "2", "--frameworks", "torch", "--mixers", "lru", "--no-peers", "--no-memory",
                     "--interleaved-rounds", "2", "--growth-rounds", "2"]) == 0
     record = json.loads(out.read_text())
-    assert ts.check_stored(record) is None and not (tmp_path / "sweep.json.tmp").exists()
+    assert results.read(out, results.TrainingSpeedRecord).sweep == record["sweep"]
+    assert ts.check_stored(record) is None and [p.name for p in tmp_path.iterdir()] == ["sweep.json"]
     growth = record["sweep"]["growth_rounds"]
     assert [r["implementation"] for r in growth] == ["lru scan", ts.GEMM]
     assert all((r["from_L"], r["to_L"], r["rounds"]) == (16, 64, 2) and r["ratio"] > 0 for r in growth)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import pytest
 
+from linrnn.impls import results
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.tolerance import assert_close
 from linrnn.cli import main
@@ -70,7 +70,7 @@ def test_cli_prints_the_table_and_writes_the_rows(tmp_path, capsys):
     assert [line.split()[:2] for line in lines[1:5]] == [["shift", "dlr"], ["shift", "rotrnn"],
                                                          ["context_shift", "dlr"], ["context_shift", "rotrnn"]]
     assert str(rows_file) in lines[-1]
-    record = json.loads(rows_file.read_text())
+    record = results.to_dict(results.read(rows_file, results.GridRecord))         # a grid record, every field checked
     assert len(record["rows"]) == 4 and record["command"].startswith("linrnn tasks grid --tasks shift,context_shift")
     assert record["machine"]["cpus"] >= 1 and record["rows"][0]["config"]["batch_size"] == 2
 

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from linrnn.impls import results
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.tolerance import assert_close
 from linrnn.cli import main
@@ -104,7 +105,7 @@ def test_a_tiny_run_of_every_task_completes(tmp_path, task):
     cfg = TrainConfig(task=task, length=length, model="dlr", d_model=4, d_state=4, steps=2, eval_every=2,
                       checkpoint_every=2, batch_size=2, eval_batches=1)
     result = train(cfg, tmp_path, progress=False)
-    record = json.loads((tmp_path / "results.json").read_text())
+    record = results.to_dict(results.read(tmp_path / results.RUN_RESULTS, results.RunRecord))   # every field checked
     assert record["steps"] == 2 and len(record["train_loss"]) == 2 and record["final"]["step"] == 2
     assert np.isfinite(result.losses).all() and set(record["final"]) == {"step", "mse", "r2"}
 
