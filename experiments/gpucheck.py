@@ -46,7 +46,7 @@ from pathlib import Path
 
 from linrnn.impls import crosscheck
 from linrnn.impls.errors import LinrnnError
-from linrnn.impls.results import Envelope, SectionRecord, now, write
+from linrnn.impls.results import Envelope, SectionRecord, command_line, now, write
 from linrnn.experiments.gpukernels import (GOAL_FRACTION, KERNEL_MODULES, MAMBA_PATHS, bandwidth_step,  # noqa: F401
                                            error_line, kernel, kernels_step, mamba_step)
 
@@ -420,9 +420,7 @@ def _main(args: argparse.Namespace) -> int:
         raise LinrnnError(f"--budget-s: expected a positive number of seconds, found {args.budget_s}")
     if args.device == "cuda":
         refuse_without_cuda()
-    command = (f"linrnn gpucheck --out {args.out} --budget-s {args.budget_s:g} --device {args.device}"
-               + (" --quick" if args.quick else ""))
-    data = check(args.device, args.quick, args.budget_s, args.out, command)
+    data = check(args.device, args.quick, args.budget_s, args.out, command_line(args))
     print("\n".join(summary_lines(data)))
     print(f"wrote {Path(args.out) / 'gpucheck.json'} in {data.get('elapsed_s', 0):.0f} s; "
           f"render with: linrnn report --from {args.out}")

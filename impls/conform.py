@@ -962,9 +962,7 @@ def _main(args: argparse.Namespace) -> int:
     result = run(args.target, args.model, dtypes, args.lengths, args.seed, progress, args.sets, args.long)
     print(format_result(result))
     if args.json:
-        try:
-            with open(args.json, "w") as fh:
-                json.dump(result.to_dict(), fh, indent=1)
-        except OSError as err:
-            raise LinrnnError(f"--json: cannot write {args.json}: {err.strerror or err}") from None
+        from linrnn.impls.results import ConformRecord, Envelope, command_line, write
+
+        write(args.json, ConformRecord(result=result.to_dict(), envelope=Envelope.here(command_line(args))))
     return 0 if result.ok else 1

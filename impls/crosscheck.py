@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import json
 import sys
 import time
 from dataclasses import dataclass
@@ -393,9 +392,7 @@ def _main(args: argparse.Namespace) -> int:
     print(f"{len(result['entries'])} comparisons in {time.perf_counter() - start:.0f} s: "
           + ("all within the tolerance table" if not bad else f"{bad} EXCEED the tolerance table"))
     if args.json:
-        try:
-            with open(args.json, "w") as fh:
-                json.dump(result, fh, indent=1)
-        except OSError as err:
-            raise LinrnnError(f"--json: cannot write {args.json}: {err.strerror or err}") from None
+        from linrnn.impls.results import CrosscheckRecord, Envelope, command_line, write
+
+        write(args.json, CrosscheckRecord(result=result, envelope=Envelope.here(command_line(args))))
     return 0 if result["ok"] else 1

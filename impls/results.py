@@ -14,6 +14,9 @@ The kinds (`KINDS`, each a dataclass below, shared by the writer and the reader)
     grid             a `linrnn tasks grid` table (`--json`): e.g. reports/results/synthetic_grid_cpu.json
     run              one training run's results, RUN_DIR/results.json (`linrnn tasks train`)
     norm_run         one norm-study run kept for reuse, RUN_DIR/norms.json (`linrnn experiment norms-listops`)
+    crosscheck       `linrnn crosscheck --json FILE`
+    conform          `linrnn conform ... --json FILE`
+    theory           `linrnn theory --json FILE`
 
 `write(path, record)` serialises the whole record first (NumPy scalars to Python, NaN and infinities to the
 strings 'nan', 'inf', '-inf': strict JSON) and only then writes a temporary file beside `path` and renames it
@@ -166,8 +169,36 @@ class NormRunRecord(Record):
     envelope: Envelope | None = None
 
 
-KINDS: dict[str, type[Record]] = {k.KIND: k for k in (SectionRecord, ExperimentRecord, TrainingSpeedRecord,
-                                                      ReducedTrainingRecord, GridRecord, RunRecord, NormRunRecord)}
+@dataclass
+class CrosscheckRecord(Record):
+    KIND: ClassVar[str] = "crosscheck"
+    result: dict             # `linrnn.impls.crosscheck.run`'s result: selection, entries, summary, ok
+    envelope: Envelope | None = None
+
+
+@dataclass
+class ConformRecord(Record):
+    KIND: ClassVar[str] = "conform"
+    result: dict             # `linrnn.impls.conform.run(...).to_dict()`: every check and the deviations
+    envelope: Envelope | None = None
+
+
+@dataclass
+class TheoryRecord(Record):
+    KIND: ClassVar[str] = "theory"
+    result: dict             # `linrnn.theory.registry.results_payload`: every claim's derivation
+    envelope: Envelope | None = None
+
+
+KINDS: dict[str, type[Record]] = {k.KIND: k for k in (
+    SectionRecord, ExperimentRecord, TrainingSpeedRecord, ReducedTrainingRecord, GridRecord, RunRecord, NormRunRecord,
+    CrosscheckRecord, ConformRecord, TheoryRecord)}
+
+
+def command_line(args: Any) -> str | None:
+    """The command a `linrnn` sub-command was given (`linrnn.cli.main` keeps its argv on `args`), or None."""
+    argv = getattr(args, "argv", None)
+    return None if argv is None else " ".join(["linrnn", *map(str, argv)])
 
 
 # -- writing ------------------------------------------------------------------------------------------

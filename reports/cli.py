@@ -131,9 +131,7 @@ def _report(args: argparse.Namespace) -> int:
         return 0
     out = args.out or DEFAULT_OUT
     start = time.perf_counter()
-    command = " ".join(["linrnn report", *(["--quick"] if args.quick else []),
-                        *(["--recompute"] if args.recompute else []), "--out", str(out)])
-    failed = compute_all(out, args.quick, recompute=args.recompute, command=command)
+    failed = compute_all(out, args.quick, recompute=args.recompute, command=results.command_line(args))
     path = render(read_results([out], names), SECTIONS, out, quick=args.quick)
     print((path.parent / "ledger.txt").read_text())
     print(f"wrote {path} in {time.perf_counter() - start:.0f} s"

@@ -9,7 +9,6 @@ whatever the verdicts: a failing claim is a finding, not an error.
 from __future__ import annotations
 
 import argparse
-import json
 import textwrap
 import time
 from collections.abc import Sequence
@@ -69,10 +68,9 @@ def run_theory(args: argparse.Namespace) -> int:
     print(format_table(results))
     print(f"\n{len(results)} claims in {elapsed:.1f} s{' (quick sizes)' if args.quick else ''}")
     if target is not None:
-        payload = results_payload(results, quick=args.quick)
-        try:
-            target.write_text(json.dumps(payload, indent=1, allow_nan=False) + "\n")
-        except OSError as err:
-            raise LinrnnError(f"--json: cannot write {str(target)!r}: {err.strerror}") from err
+        from linrnn.impls.results import Envelope, TheoryRecord, command_line, write
+
+        write(target, TheoryRecord(result=results_payload(results, quick=args.quick),
+                                   envelope=Envelope.here(command_line(args))))
         print(f"wrote {target}")
     return 0

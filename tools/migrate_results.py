@@ -2,6 +2,9 @@
 
     python tools/migrate_results.py [DIR ...]          (default: reports/results and reports/results/sections)
 
+A DIR given is searched below (e.g. the run directories of `linrnn experiment`, DATA/runs, whose results.json
+and norms.json are then reused again rather than refused).
+
 Only the envelope changes; every value is carried over as it was, and the script checks that: each file is read
 back through `linrnn.impls.results.read` and its fields compared, value for value, with the old file's. What a
 schema-1 file did not record is said so ('not recorded (schema 1)' for the code version; no command for the
@@ -48,27 +51,41 @@ def upgrade(name: str, old: dict) -> tuple[results.Record, dict]:
     if "rows" in old and "defaults" in old:                                   # linrnn tasks grid --json
         payload = {"defaults": old["defaults"], "rows": old["rows"]}
         return results.GridRecord(**payload, envelope=envelope(old)), payload
-    raise SystemExit(f"{name}: not a schema-1 record this script knows")
+    if name == results.RUN_RESULTS and "bundle_sha256" in old:                # a run directory's results.json
+        payload = {k: old[k] for k in ("config", "bundle_sha256", "steps", "seconds_per_step", "final", "best",
+                                        "train_loss", "evaluations")}
+        payload["stopped_early"] = old.get("stopped_early", False)           # absent from the oldest runs
+        return results.RunRecord(**payload, envelope=envelope(old)), payload
+    if name == results.NORM_RUN and "norm" in old and "config" in old:      # a norm-study run's kept measurement
+        payload = {"config": old["config"], "run": {k: v for k, v in old.items() if k != "config"}}
+        env = results.Envelope(date=NOT_RECORDED, machine={}, libraries={}, command=None, code_version=NOT_RECORDED)
+        return results.NormRunRecord(**payload, envelope=env), payload
+    return None
 
 
 def main(argv: list[str]) -> int:
-    folders = [Path(a) for a in argv] or [results.STORED_DIR, results.SECTIONS_DIR]
-    for folder in folders:
-        for path in sorted(folder.glob("*.json")):
-            old = json.loads(path.read_text())
-            if "benchmarks" in old and "machine_info" in old:
-                print(f"{path}: pytest-benchmark's own JSON, left alone")
-                continue
-            if old.get("schema_version") == results.SCHEMA_VERSION:
-                print(f"{path}: already schema {results.SCHEMA_VERSION}")
-                continue
-            record, payload = upgrade(path.name, old)
-            results.write(path, record)
-            back = results.read(path, type(record))
-            for key, value in payload.items():       # the values, compared as JSON (what the file holds)
-                if json.dumps(getattr(back, key), sort_keys=True) != json.dumps(value, sort_keys=True):
-                    raise SystemExit(f"{path}: {key} changed in the migration")
-            print(f"{path}: {record.KIND}, {len(payload)} field(s) carried over unchanged")
+    """The default folders' *.json; a folder given: every *.json below it (run directories included)."""
+    files = ([p for a in argv for p in sorted(Path(a).rglob("*.json"))] if argv else
+             [p for d in (results.STORED_DIR, results.SECTIONS_DIR) for p in sorted(d.glob("*.json"))])
+    for path in files:
+        old = json.loads(path.read_text())
+        if "benchmarks" in old and "machine_info" in old:
+            print(f"{path}: pytest-benchmark's own JSON, left alone")
+            continue
+        if old.get("schema_version") == results.SCHEMA_VERSION and "kind" in old:
+            print(f"{path}: already schema {results.SCHEMA_VERSION}")
+            continue
+        upgraded = upgrade(path.name, old)
+        if upgraded is None:
+            print(f"{path}: not a schema-1 record this script knows, left alone")
+            continue
+        record, payload = upgraded
+        results.write(path, record)
+        back = results.read(path, type(record))
+        for key, value in payload.items():       # the values, compared as JSON (NaN as 'nan')
+            if json.dumps(getattr(back, key), sort_keys=True) != json.dumps(results.plain(value), sort_keys=True):
+                raise SystemExit(f"{path}: {key} changed in the migration")
+        print(f"{path}: {record.KIND}, {len(payload)} field(s) carried over unchanged")
     return 0
 
 

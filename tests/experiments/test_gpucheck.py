@@ -67,7 +67,7 @@ def test_cpu_path_runs_every_step_and_writes_the_reports_format(cpu_run):
     assert all(s["status"].startswith(SETTLED) for s in steps.values()), {k: s["status"] for k, s in steps.items()}
     assert status == (1 if gpucheck.failed(record["data"]) else 0) == 0
     assert (record["schema_version"], record["kind"], record["section"]) == (SCHEMA_VERSION, "section", "gpucheck")
-    assert record["command"] == f"linrnn gpucheck --out {out} --budget-s 420 --device cpu" and record["device"] == "cpu"
+    assert record["command"] == f"linrnn gpucheck --device cpu --out {out}" and record["device"] == "cpu"
     loaded = read_results([out], ["gpucheck"])
     assert loaded.skipped == [] and loaded.results[0]["meta"]["config"]["profile"] == "tiny"
     assert steps["environment"]["status"] == "done" and steps["environment"]["result"]["torch"] == torch.__version__

@@ -7,13 +7,13 @@ Each planted target is the float64 reference plus one bug, written here; conform
 from __future__ import annotations
 
 import inspect
-import json
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from linrnn.impls import results
 from linrnn.impls import conform
 from linrnn.impls.config import KINDS, config_from_dict, config_to_dict
 from linrnn.impls.reference import apply_mixer
@@ -154,7 +154,7 @@ def test_the_docs_adapter_conforms_and_its_imaginary_part_is_named(cli, tmp_path
     code, out, _ = cli.run("conform", "my_lru:lru", "--model", "lru", "--lengths", "1", "8",
                            "--json", tmp_path / "ok.json")
     assert code == 0 and out.strip().splitlines()[-1].startswith("conforms"), out
-    record = json.loads((tmp_path / "ok.json").read_text())
+    record = results.read(tmp_path / "ok.json", results.ConformRecord).result
     assert record["conforms"] is True and record["diagnoses"] == []
     assert {(c["name"], c["status"]) for c in record["checks"]} >= {("bidirectional", "n/a"), ("state", "pass"),
                                                                       ("gradient", "n/a"), ("impulse", "pass")}

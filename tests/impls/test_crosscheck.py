@@ -1,10 +1,10 @@
 """`linrnn crosscheck`: the matrix runs, passes on the real implementations, and fails on a broken one."""
 
-import json
 
 import numpy as np
 import pytest
 
+from linrnn.impls import results
 from linrnn.impls import crosscheck
 from linrnn.impls.reference import spectral_radius
 from linrnn.impls.tolerance import tolerance
@@ -96,7 +96,9 @@ def test_command_line(tmp_path, capsys):
     code = main(["crosscheck", "--models", "dlr", "--modes", "conv", "--dtypes", "float32", "--json", str(out)])
     text = capsys.readouterr().out
     assert code == 0 and "dlr     conv       float32  torch-jax" in text and "all within the tolerance table" in text
-    assert json.loads(out.read_text())["ok"] is True
+    record = results.read(out, results.CrosscheckRecord)          # a record: the envelope, then the result
+    assert record.result["ok"] is True and record.envelope.command == "linrnn " + " ".join(
+        ["crosscheck", "--models", "dlr", "--modes", "conv", "--dtypes", "float32", "--json", str(out)])
 
 
 @pytest.mark.parametrize("argv, message", [

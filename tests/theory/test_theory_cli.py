@@ -1,13 +1,13 @@
 """`linrnn theory`: registration, the table, the JSON file, errors; and theory's import boundary."""
 
 import argparse
-import json
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
 import pytest
 
+from linrnn.impls import results
 from linrnn.impls.errors import LinrnnError
 from linrnn.theory import DERIVATIONS, run_all
 from linrnn.theory.cli import format_table, register
@@ -31,7 +31,7 @@ def test_theory_command_prints_the_table_and_writes_json(tmp_path, capsys):
     rows = [line.split()[:2] for line in out.splitlines() if line[:2] in ("R3", "R5")]
     assert rows[:2] == [["R3", "fails"], ["R5", "proved"]]
     assert "failing parts (exact conditions):" in out and "FAILS when" in out
-    payload = json.loads(target.read_text())
+    payload = results.read(target, results.TheoryRecord).result
     assert payload["schema"] == "linrnn.theory/1" and payload["config"] == {"quick": True, "claims": ["R3", "R5"]}
     assert {"machine", "code_version", "tolerances"} <= set(payload)
     r3 = payload["claims"][0]
