@@ -347,8 +347,3 @@ def read(path: str | os.PathLike, kind: type[Record] | None = None) -> Record:
 def number(value: Any) -> Any:
     """A stored number back as a float where it was written as 'nan', 'inf' or '-inf'; anything else as it is."""
     return NON_FINITE[value] if isinstance(value, str) and value in NON_FINITE else value
-
-
-def stored_path(name: str) -> Path:
-    """A file of the stored-results folder (reports/results/NAME in a checkout)."""
-    return STORED_DIR / name

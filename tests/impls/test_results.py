@@ -15,6 +15,8 @@ from linrnn.impls import results
 from linrnn.impls.results import Envelope, ResultsError
 
 SAMPLE = {str: "text", int: 3, float: 0.25, bool: True, dict: {"a": [1, 2.5, None]}, list: [{"b": "c"}, 4]}
+ENVELOPE = Envelope(date="2026-12-03T00:00:00+00:00", machine={"label": "box", "cpus": 2}, libraries={"numpy": "2"},
+                    command="linrnn test --sample", code_version="0.2.0+gtest")
 
 
 def value_of(kind):
@@ -31,7 +33,7 @@ def sample(kind: type[results.Record]) -> results.Record:
     """A record of `kind` with a value of its type in every field."""
     hints = typing.get_type_hints(kind)
     values = {f.name: value_of(hints[f.name]) for f in dataclasses.fields(kind) if f.name != "envelope"}
-    return kind(**values, envelope=Envelope.here("linrnn test --sample"))
+    return kind(**values, envelope=ENVELOPE)
 
 
 @pytest.mark.parametrize("name", sorted(results.KINDS))
@@ -47,10 +49,18 @@ def test_every_kind_reads_back_as_it_was_written(tmp_path, name):
     assert [p.name for p in tmp_path.iterdir()] == [f"{name}.json"]        # no temporary file left
 
 
+def test_a_record_without_an_envelope_gets_this_process_s(tmp_path):
+    path = results.write(tmp_path / "grid.json", results.GridRecord(defaults={}, rows=[]))
+    envelope = results.read(path, results.GridRecord).envelope
+    assert envelope.command is None and envelope.machine["cpus"] >= 1 and "numpy" in envelope.libraries
+    assert envelope.code_version.startswith("0.") and envelope.date.endswith("+00:00")
+
+
 def test_numpy_values_and_non_finite_numbers_are_stored_as_strict_json(tmp_path):
     record = results.RunRecord(config={"x": np.float32(0.5)}, bundle_sha256="0" * 64, steps=np.int64(3),
                                stopped_early=False, seconds_per_step=math.nan, final={"r2": -math.inf},
-                               best=None, train_loss=list(np.array([1.0, 0.5])), evaluations=[])
+                               best=None, train_loss=list(np.array([1.0, 0.5])), evaluations=[],
+                               envelope=ENVELOPE)
     path = results.write(tmp_path / "results.json", record)
     back = results.read(path, results.RunRecord)
     assert back.seconds_per_step == "nan" and back.final == {"r2": "-inf"} and back.steps == 3
@@ -101,7 +111,7 @@ def test_a_partial_or_absent_file_is_one_line(tmp_path):
 def test_a_record_that_does_not_serialise_leaves_the_previous_file_and_no_other(tmp_path):
     path = results.write(tmp_path / "training_speed_x.json", sample(results.TrainingSpeedRecord))
     before = path.read_bytes()
-    bad = results.TrainingSpeedRecord(sweep={"rows": [object()]}, envelope=Envelope.here())
+    bad = results.TrainingSpeedRecord(sweep={"rows": [object()]}, envelope=ENVELOPE)
     with pytest.raises(ResultsError, match=r"training_speed_x\.json: cannot serialise the training_speed record"):
         results.write(path, bad)
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == [path.name]
@@ -137,5 +147,5 @@ def test_a_failed_rename_keeps_the_previous_record_and_leaves_no_temporary_file(
 
     monkeypatch.setattr(results.os, "replace", full_disk)
     with pytest.raises(ResultsError, match=r"^cannot write .*grid\.json: No space left on device$"):
-        results.write(path, results.GridRecord(defaults={}, rows=[1], envelope=Envelope.here()))
+        results.write(path, results.GridRecord(defaults={}, rows=[1], envelope=ENVELOPE))
     assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["grid.json"]
