@@ -37,6 +37,7 @@ from linrnn.experiments.reduced_training import (LISTOPS, PATHFINDER, SEGMENTATI
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.results import (NORM_RUN, RUN_RESULTS, STORED_DIR, Envelope, ExperimentRecord, NormRunRecord,
                                   ResultsError, RunRecord, number, read, to_dict, write)
+from linrnn.impls.specs import spec
 CURVE_POINTS = 100
 
 
@@ -238,8 +239,9 @@ def d2_jobs(quick: bool) -> list[Job]:
         seeds = D2_SEEDS if length in D2_SEEDED_LENGTHS and not quick else (0,)
         for seed in seeds:
             for model, init, fields in D2_VARIANTS:
-                # N complex modes for every model (RotRNN: 8 heads of 2N/8 real dimensions, N pairs in all)
-                state = {"d_state": 2 * n // 8} if model == "rotrnn" else {"d_state": n}
+                # N complex modes for every model (RotRNN: 8 heads of 2N/8 real dimensions, N pairs in all), as the
+                # grid's defaults size them (`ModelSpec.task_defaults`)
+                state = {"d_state": spec(model).task_defaults(n)["d_state"]}
                 config = grid_config("shift", model, "torch", length, steps, seed, n_layers=1, batch_size=4,
                                      lr=5e-3, **state, **fields)
                 jobs.append(Job({"task": "shift", "model": model, "init": init, "length": length, "seed": seed},
@@ -376,13 +378,11 @@ D5_WINDOWS = {"listops-subtrees": 1024, "pathfinder-segmentation": 128}
 
 
 def _mixer_fields(model: str, task: str) -> dict:
-    if model == "dlr":                 # the DLR code's ListOpsSubTrees / PF-seg range
-        return {"dt_min": 1e-4, "dt_max": 1e-1}
-    if model == "attention":
-        return {"heads": 4, "window": D5_WINDOWS[task]}
-    if model == "lru":
-        return {"r_min": 0.9, "r_max": 0.999}
-    return {"heads": 4, "d_state": 16, "gamma_min": 0.9, "gamma_max": 0.999}   # 4 x 16 real: 32 rotations
+    return {"dlr": {"dt_min": 1e-4, "dt_max": 1e-1},         # the DLR code's ListOpsSubTrees / PF-seg range
+            "attention": {"heads": 4, "window": D5_WINDOWS[task]},
+            "lru": {"r_min": 0.9, "r_max": 0.999},
+            "rotrnn": {"heads": 4, "d_state": 16, "gamma_min": 0.9, "gamma_max": 0.999},   # 4 x 16 real: 32 rotations
+            }[model]
 
 
 D5_SEEDS = (0, 1, 2)
@@ -405,7 +405,7 @@ def d5_jobs(quick: bool) -> list[Job]:
     for task, (data, fields) in tasks.items():
         for model in D5_MODELS:
             mixer = _mixer_fields(model, task)
-            if model == "attention" and quick:
+            if "window" in mixer and quick:    # local attention's window at the quick sizes
                 mixer = {**mixer, "window": 64 if task == "listops-subtrees" else 32}
             for seed in seeds:
                 config = {**common, **fields, **mixer, "model": model, "seed": seed}

@@ -94,6 +94,12 @@ def lru_probe(cfg: MonteCarloConfig) -> Bundle:
                          C_re=np.vstack([eye, zero]), C_im=np.vstack([zero, -eye]), D=np.zeros(2 * N))
 
 
+def _with_start(sampled):
+    """The LRU's moments start from zero only: (moments, mismatch) -> ({"zero": moments}, mismatch)."""
+    moments, mismatch = sampled
+    return {"zero": moments}, mismatch
+
+
 def _runner(framework: str, bundle: Bundle, mode: str):
     """run(u (B L H), state) -> (y (B L H), final state) as float64/complex128 NumPy, in `framework`."""
     if framework == "torch":
@@ -267,23 +273,24 @@ def run_montecarlo(cfg: MonteCarloConfig = DEFAULT, progress=None) -> dict:
     z_family = float(scipy.stats.norm.ppf(1 - cfg.family_level / (2 * comparisons)))
     curves, mismatch, seconds = [], {}, {}
     jobs = [(m, f) for m in ("rotrnn", "lru") for f in FRAMEWORKS]
+    # the two models of the claim (R3), each with its probe layer, its sampler and the label of its units
+    probes = {"rotrnn": rot, "lru": lru}
+    samplers = {"rotrnn": lambda run, probe, step: _sample_rotrnn(cfg, fw, run, probe, t, step),
+                "lru": lambda run, probe, step: _with_start(_sample_lru(cfg, fw, run, t, step))}
+    labels = {"rotrnn": lambda unit: f"head {unit}, gamma = {gamma[unit]:.4g}",
+              "lru": lambda unit: f"mode {unit}, |lambda| = {r[unit]:.4g}, ||B_j||^2 = {b_sq[unit]:.4g}"}
     for i, (model, framework) in enumerate(jobs):
         start_time = time.perf_counter()
         fw = FRAMEWORKS.index(framework)
         step = lambda done, total: progress(i * 100 + 100 * done // total, 100 * len(jobs),  # noqa: E731
                                             f"Monte Carlo {model} {framework}")
-        probe = rot if model == "rotrnn" else lru
+        probe = probes[model]
         run = _runner(framework, probe, cfg.mode)
-        if model == "rotrnn":
-            moments, mismatch[f"{model}/{framework}"] = _sample_rotrnn(cfg, fw, run, probe, t, step)
-        else:
-            moments, mismatch[f"{model}/{framework}"] = _sample_lru(cfg, fw, run, t, step)
-            moments = {"zero": moments}
+        moments, mismatch[f"{model}/{framework}"] = samplers[model](run, probe, step)
         for start, mom in moments.items():
             mean, se = mom.mean_se()
             for unit in range(units[model]):
-                label = (f"head {unit}, gamma = {gamma[unit]:.4g}" if model == "rotrnn"
-                         else f"mode {unit}, |lambda| = {r[unit]:.4g}, ||B_j||^2 = {b_sq[unit]:.4g}")
+                label = labels[model](unit)
                 curves.append(_curve(model, start, framework, unit, label, t, mean[:, unit], se[:, unit],
                                      closed[(model, start)][:, unit], fixed[model][unit], z_ci, z_family))
         seconds[f"{model}/{framework}"] = round(time.perf_counter() - start_time, 2)

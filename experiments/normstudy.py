@@ -22,8 +22,9 @@ def train_config(model: str, seed: int, setup: dict):
     from linrnn.tasks.config import TrainConfig
 
     low, high = setup["ring"]
-    per_model = ({"d_state": setup["rotrnn_d_state"], "heads": setup["heads"], "gamma_min": low, "gamma_max": high}
-                 if model == "rotrnn" else {"d_state": setup["lru_d_state"], "r_min": low, "r_max": high})
+    per_model = {"rotrnn": {"d_state": setup["rotrnn_d_state"], "heads": setup["heads"], "gamma_min": low,
+                            "gamma_max": high},
+                 "lru": {"d_state": setup["lru_d_state"], "r_min": low, "r_max": high}}[model]   # the study's two
     return TrainConfig(task=setup["task"], length=setup.get("length"), model=model, d_model=setup["d_model"],
                        n_layers=setup["n_layers"], lr=setup["lr"], schedule="cosine", steps=setup["steps"],
                        warmup_steps=int(setup["warmup_fraction"] * setup["steps"]), batch_size=setup["batch_size"],
@@ -42,18 +43,26 @@ def state_norms(mixer, u: np.ndarray, valid: np.ndarray | None = None) -> tuple[
     inputs isotropic across features, the case in which RotRNN's xi = sqrt(1 - gamma^2) / ||B||_F
     normalises exactly (it also assumes inputs white in time).
     """
-    from linrnn.impls.reference import lru, rotrnn
-
     bundle = mixer.to_bundle()
     p, H = bundle.params, u.shape[-1]
     valid = np.ones(u.shape[:2], dtype=bool) if valid is None else valid
     power = np.mean(np.sum(u[valid] ** 2, axis=-1)) / H                          # E||u_t||^2 / H
-    if bundle.config.kind == "rotrnn":
-        states = rotrnn.trajectory(p, bundle.config, u)                          # (B L heads N)
-        gain = np.mean(np.sum(np.einsum("hnd,vd->vhn", p["B"], u[valid]) ** 2, axis=-1), axis=0)  # (heads,)
-        alignment = float(np.mean(gain / (np.sum(p["B"] ** 2, axis=(1, 2)) * power)))
-        return np.linalg.norm(states, axis=-1).mean(axis=-1), alignment
-    states = lru.trajectory(p, bundle.config, u)                                 # (B L N) complex
+    return {"rotrnn": _rotrnn_norms, "lru": _lru_norms}[bundle.config.kind](p, bundle.config, u, valid, power)
+
+
+def _rotrnn_norms(p, cfg, u: np.ndarray, valid: np.ndarray, power: float) -> tuple[np.ndarray, float]:
+    from linrnn.impls.reference import rotrnn
+
+    states = rotrnn.trajectory(p, cfg, u)                                        # (B L heads N)
+    gain = np.mean(np.sum(np.einsum("hnd,vd->vhn", p["B"], u[valid]) ** 2, axis=-1), axis=0)  # (heads,)
+    alignment = float(np.mean(gain / (np.sum(p["B"] ** 2, axis=(1, 2)) * power)))
+    return np.linalg.norm(states, axis=-1).mean(axis=-1), alignment
+
+
+def _lru_norms(p, cfg, u: np.ndarray, valid: np.ndarray, power: float) -> tuple[np.ndarray, float]:
+    from linrnn.impls.reference import lru
+
+    states = lru.trajectory(p, cfg, u)                                           # (B L N) complex
     Bc = p["B_re"] + 1j * p["B_im"]                                              # (N H)
     alignment = float(np.mean(np.sum(np.abs(u[valid] @ Bc.T) ** 2, axis=-1)) / (np.sum(np.abs(Bc) ** 2) * power))
     return np.linalg.norm(states, axis=-1), alignment

@@ -24,6 +24,7 @@ import numpy as np
 from linrnn.impls.config import LRUConfig, RotRNNConfig
 from linrnn.impls.config import mixer_config as config_mixer
 from linrnn.impls.init import init
+from linrnn.impls.specs import spec
 from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.tolerance import compare
 
@@ -31,9 +32,8 @@ from linrnn.impls.tolerance import compare
 def mixer_config(kind: str, bidirectional: bool, H: int = 8, N: int = 8):
     """Small configs whose initial decays reach 0.9999 (long memory stresses the comparison)."""
     ranges = {"rotrnn": {"gamma_max": 0.9999}, "lru": {"r_max": 0.9999}, "dlr": {"dt_min": 1e-5, "dt_max": 1e-1}}[kind]
-    if kind == "rotrnn":            # two heads sharing the total state N
-        return config_mixer(kind, H, N // 2, heads=2, bidirectional=bidirectional, **ranges)
-    return config_mixer(kind, H, N, bidirectional=bidirectional, **ranges)
+    heads = 2 if spec(kind).has_heads else 1    # RotRNN: two heads sharing the total state N
+    return config_mixer(kind, H, N // heads, heads=heads, bidirectional=bidirectional, **ranges)
 
 
 def settings(quick: bool) -> dict:

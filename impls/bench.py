@@ -24,20 +24,22 @@ from typing import Callable
 
 from linrnn.impls.config import KINDS, MixerConfig, mixer_config  # noqa: F401  (KINDS: re-exported)
 from linrnn.impls.errors import LinrnnError
+from linrnn.impls.specs import SpecView, spec
 
 
 def layer_config(kind: str, H: int, N: int, heads: int = 16) -> MixerConfig:
     """One layer of width H and *total* state N (RotRNN: `heads` heads of N / heads; LRU, DLR, S5: N; S4D: N per
     channel; attention: `heads` heads and no state, N dropped)."""
-    if kind == "rotrnn" and N % heads:
+    per_head = spec(kind).has_heads and spec(kind).has_state_size     # RotRNN: the heads share the total state
+    if per_head and N % heads:
         raise LinrnnError(f"N: expected a total state divisible by heads = {heads}, found {N}")
-    return mixer_config(kind, H, N // heads if kind == "rotrnn" else N, heads=heads)
+    return mixer_config(kind, H, N // heads if per_head else N, heads=heads)
 
 
 def info_record(kind: str, mode: str, B: int, L: int, H: int, N: int, heads: int, dtype: str) -> dict:
     """What a benchmark record says about its run, the same keys on both sides (each adds device, version)."""
     return {"mixer": kind, "mode": mode, "B": B, "L": L, "H": H, "N": N,
-            "heads": heads if kind in ("rotrnn", "attention") else None, "dtype": dtype}
+            "heads": heads if spec(kind).has_heads else None, "dtype": dtype}
 
 
 def median_ms(call: Callable[[], object], repeats: int = 5, warmup: int = 1) -> float:
@@ -55,11 +57,9 @@ def median_ms(call: Callable[[], object], repeats: int = 5, warmup: int = 1) -> 
 # -- training speed: directions, each mixer's fastest modes, the timer with its own repeat count ---
 
 DIRECTIONS = ("forward", "forward+backward")
-# The modes a training run would use, per mixer: the parallel-in-L views (docs/speed.md). DLR has
-# two: `conv` (its kernel route, the fastest here) and `scan` (the chunked kernel-form scan); S4D
-# likewise `conv` (the s4 code's route) and `scan` (the chunked scan over its H N lanes).
-TRAINING_MODES = {"rotrnn": ("scan",), "lru": ("scan",), "dlr": ("conv", "scan"), "s4d": ("conv", "scan"),
-                  "s5": ("scan",)}
+# The modes a training run would use, per mixer: the parallel-in-L views (docs/speed.md), each model's spec's
+# `training_modes` (DLR and S4D have two: `conv`, their kernel route, and the chunked `scan`).
+TRAINING_MODES = SpecView(lambda s: s.training_modes, only=lambda s: bool(s.training_modes))
 
 
 def check_direction(direction: str) -> str:

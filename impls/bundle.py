@@ -29,7 +29,7 @@ from typing import Mapping
 import numpy as np
 
 from linrnn.impls.config import (
-    SCHEMA_VERSION, AttentionConfig, Config, DLRConfig, LRUConfig, MixerConfig, ModelConfig, RotRNNConfig,
+    SCHEMA_VERSION, Config, MixerConfig, ModelConfig, RotRNNConfig,
     S4DConfig, S5Config,
     config_from_dict, config_to_dict,
 )
@@ -41,14 +41,24 @@ Shape = tuple[int, ...]
 # The raw parameters of each recurrence (docs/models.md): trained in their own optimiser group, with
 # their own learning rate and no weight decay. Everything else (B, C, D, W, encoder, norms, GLU,
 # decoder) is an ordinary weight.
-RECURRENCE_KEYS: dict[str, tuple[str, ...]] = {
-    "rotrnn": ("M", "theta", "gamma_log"),
-    "lru": ("nu_log", "theta_log", "gamma_log"),
-    "dlr": ("a", "theta"),
-    "s4d": ("log_dt", "log_A_real", "A_imag"),
-    "s5": ("Lambda_re", "Lambda_im", "B_re", "B_im", "log_step"),   # the S5 code's "ssm" group, B included
-    "attention": (),                  # no recurrence: every parameter is an ordinary weight
-}
+class _RecurrenceKeys(Mapping):
+    """kind -> its spec's `recurrence_keys` (a view of `linrnn.impls.specs`, which imports this module's layer)."""
+
+    def _view(self):
+        from linrnn.impls.specs import SpecView
+        return SpecView(lambda s: s.recurrence_keys)
+
+    def __getitem__(self, kind):
+        return self._view()[kind]
+
+    def __iter__(self):
+        return iter(self._view())
+
+    def __len__(self):
+        return len(self._view())
+
+
+RECURRENCE_KEYS: Mapping[str, tuple[str, ...]] = _RecurrenceKeys()
 
 
 def is_recurrence_key(key: str, config: Config) -> bool:
@@ -68,40 +78,12 @@ def is_recurrence_key(key: str, config: Config) -> bool:
 # ----------------------------------------------------------------------------------------------
 
 def mixer_shapes(cfg: MixerConfig) -> dict[str, Shape]:
-    """Keys and shapes of one mixer's raw parameters (docs/models.md tables)."""
-    if isinstance(cfg, AttentionConfig):       # no state size: four H x H maps, their biases, a temperature per head
-        H = cfg.d_model
-        return {"W_q": (H, H), "b_q": (H,), "W_k": (H, H), "b_k": (H,), "W_v": (H, H), "b_v": (H,),
-                "W_o": (H, H), "b_o": (H,), "log_temperature": (cfg.heads,)}
-    H, N = cfg.d_model, cfg.d_state
-    if isinstance(cfg, RotRNNConfig):
-        heads = cfg.heads
-        shapes = {"M": (heads, N, N), "theta": (heads, N // 2), "gamma_log": (heads,),
-                  "B": (heads, N, H), "C": (H, heads * N), "D": (H,)}
-        if cfg.bidirectional:
-            shapes["C_rev"] = (H, heads * N)
-    elif isinstance(cfg, LRUConfig):
-        shapes = {"nu_log": (N,), "theta_log": (N,), "gamma_log": (N,), "B_re": (N, H), "B_im": (N, H),
-                  "C_re": (H, N), "C_im": (H, N), "D": (H,)}
-        if cfg.bidirectional:
-            shapes.update({"C_re_rev": (H, N), "C_im_rev": (H, N)})
-    elif isinstance(cfg, DLRConfig):
-        shapes = {"a": (N,), "theta": (N,), "W_re": (H, N), "W_im": (H, N), "D": (H,)}
-        if cfg.bidirectional:
-            shapes.update({"W_re_rev": (H, N), "W_im_rev": (H, N)})
-    elif isinstance(cfg, S4DConfig):
-        shapes = {"log_dt": (H,), "log_A_real": (H, N), "A_imag": (H, N), "C_re": (H, N), "C_im": (H, N),
-                  "D": (H,)}
-        if cfg.bidirectional:
-            shapes.update({"C_re_rev": (H, N), "C_im_rev": (H, N)})
-    elif isinstance(cfg, S5Config):
-        shapes = {"Lambda_re": (N,), "Lambda_im": (N,), "B_re": (N, H), "B_im": (N, H), "C_re": (H, N),
-                  "C_im": (H, N), "D": (H,), "log_step": (N,)}
-        if cfg.bidirectional:
-            shapes.update({"C_re_rev": (H, N), "C_im_rev": (H, N)})
-    else:
+    """Keys and shapes of one mixer's raw parameters (docs/models.md tables; each model's spec holds its own)."""
+    from linrnn.impls.specs import SPECS
+    found = SPECS.get(getattr(cfg, "kind", None))
+    if found is None or not isinstance(cfg, found.config):
         raise TypeError(f"not a mixer config: {cfg!r}")
-    return shapes
+    return found.shapes(cfg)
 
 
 def model_shapes(cfg: ModelConfig) -> dict[str, Shape]:

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from pathlib import Path
 
@@ -88,12 +89,15 @@ def _params_init(args: argparse.Namespace) -> int:
     mixer_fields = {"d_model": _positive(args.d_model, "d-model"), "d_state": _positive(args.state, "state"),
                     "heads": _positive(args.heads, "heads"), "bidirectional": args.bidirectional or None,
                     "window": _positive(args.window, "window")}
-    if args.model not in ("rotrnn", "attention") and args.heads is not None:
-        raise LinrnnError(f"--heads: only RotRNN and attention have heads, found --heads with --model {args.model}")
-    if args.model == "attention" and args.state is not None:
-        raise LinrnnError("--state: attention has no state, found --state with --model attention")
-    if args.model != "attention" and args.window is not None:
-        raise LinrnnError(f"--window: only attention has windows, found --window with --model {args.model}")
+    fields = {f.name for f in dataclasses.fields(MIXER_CONFIGS[args.model])}
+    with_field = lambda name: ", ".join(k for k, c in MIXER_CONFIGS.items()   # noqa: E731
+                                        if name in {f.name for f in dataclasses.fields(c)})
+    if "heads" not in fields and args.heads is not None:
+        raise LinrnnError(f"--heads: only {with_field('heads')} have heads, found --heads with --model {args.model}")
+    if "d_state" not in fields and args.state is not None:
+        raise LinrnnError(f"--state: {args.model} has no state, found --state with --model {args.model}")
+    if "window" not in fields and args.window is not None:
+        raise LinrnnError(f"--window: only {with_field('window')} has windows, found --window with --model {args.model}")
     mixer = MIXER_CONFIGS[args.model](**{k: v for k, v in mixer_fields.items() if v is not None})
     model_fields = {"n_layers": _positive(args.layers, "layers"), "d_input": _positive(args.d_input, "d-input"),
                     "vocab_size": _positive(args.vocab_size, "vocab-size"),

@@ -27,11 +27,9 @@ MODES: dict[str, tuple[str, ...]] = {
     "torch": ("scan", "sequential", "conv", "step"),
     "jax": ("scan", "sequential", "conv", "step"),
 }
-# A kind without the recurrent and convolution views declares its own modes per backend, the first being
-# its default; these replace MODES for that kind only (`modes`, `linrnn.impls.checks.check_mode`).
-KIND_MODES: dict[str, dict[str, tuple[str, ...]]] = {
-    "attention": {"reference": ("full",), "torch": ("full", "chunked"), "jax": ("full", "chunked")},
-}
+# A kind without the recurrent and convolution views declares its own modes per backend in its spec
+# (`linrnn.impls.specs`); `KIND_MODES` (kind -> those modes) is a view of the registry, as are `MIXER_CONFIGS`
+# and `KINDS` (module `__getattr__` at the end of this file).
 # The dtypes each backend computes in; the reference is the float64 oracle.
 DTYPES: dict[str, tuple[str, ...]] = {
     "reference": ("float64",),
@@ -51,8 +49,11 @@ DT_FLOOR = 1e-30
 
 
 def modes(backend: str, kind: str | None = None) -> tuple[str, ...]:
-    """The modes of `backend` for the mixer `kind` (its own in KIND_MODES, else MODES), the first the default."""
-    return KIND_MODES.get(kind, MODES)[backend]
+    """The modes of `backend` for the mixer `kind` (its spec's; without a kind: MODES), the first the default."""
+    if kind is None:
+        return MODES[backend]
+    from linrnn.impls.specs import spec
+    return spec(kind).modes_of(backend)
 
 
 def _check_int(obj: Any, name: str, minimum: int = 1) -> None:
@@ -241,11 +242,26 @@ class AttentionConfig:
 
 
 MixerConfig = Union[RotRNNConfig, LRUConfig, DLRConfig, S4DConfig, S5Config, AttentionConfig]
-MIXER_CONFIGS: dict[str, type] = {c.kind: c for c in (RotRNNConfig, LRUConfig, DLRConfig, S4DConfig, S5Config,
-                                                     AttentionConfig)}
-# The recurrent mixers (a state, the scan/step views, the conformance contracts): every kind without modes of
-# its own, ("rotrnn", "lru", "dlr", "s4d", "s5"). MIXER_CONFIGS has every mixer, attention included.
-KINDS = tuple(kind for kind in MIXER_CONFIGS if kind not in KIND_MODES)
+
+
+def __getattr__(name: str) -> Any:
+    """The registry's tables, read when imported (`linrnn.impls.specs` imports this module, so they cannot be
+    built here at import time):
+
+    MIXER_CONFIGS  kind -> config class, every mixer (attention and any registered later included)
+    KIND_MODES     kind -> {backend: modes} for the kinds with modes of their own (no recurrence: attention)
+    KINDS          the recurrent mixers (a state, the scan/step views, the conformance contracts), registered so far
+    """
+    if name not in ("MIXER_CONFIGS", "KIND_MODES", "KINDS"):      # e.g. the import system's probe of __path__
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from linrnn.impls import specs
+    if name == "MIXER_CONFIGS":
+        return specs.SpecView(lambda s: s.config)
+    if name == "KIND_MODES":
+        return specs.SpecView(lambda s: s.modes, only=lambda s: s.modes is not None)
+    if name == "KINDS":
+        return specs.recurrent_kinds()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def mixer_config(kind: str, H: int, N: int, heads: int = 1, bidirectional: bool = False, **init: Any) -> MixerConfig:
@@ -257,18 +273,18 @@ def mixer_config(kind: str, H: int, N: int, heads: int = 1, bidirectional: bool 
     DLR dt_min/dt_max/..., S4D init/dt_min/dt_max, S5 blocks/discretization/..., attention window); a field
     that the kind does not have is a `LinrnnError`.
     """
-    if kind not in MIXER_CONFIGS:
-        raise LinrnnError(f"mixer: expected one of {', '.join(MIXER_CONFIGS)}, found {kind!r}")
-    cls = MIXER_CONFIGS[kind]
-    names = {f.name for f in dataclasses.fields(cls)} - {"d_model", "d_state", "heads", "bidirectional"}
+    from linrnn.impls.specs import spec
+    cls = spec(kind).config
+    own = {f.name for f in dataclasses.fields(cls)}
+    names = own - {"d_model", "d_state", "heads", "bidirectional"}
     unknown = sorted(set(init) - names)
     if unknown:
         raise LinrnnError(f"{cls.__name__}: unknown field(s) {', '.join(unknown)} "
                           f"(expected a subset of {', '.join(sorted(names))})")
     sizes: dict[str, Any] = {"d_model": H, "bidirectional": bidirectional}
-    if kind != "attention":
+    if "d_state" in own:           # attention has no state: N does not apply
         sizes["d_state"] = N
-    if kind in ("rotrnn", "attention"):
+    if "heads" in own:             # RotRNN's and attention's heads; the others have one
         sizes["heads"] = heads
     return cls(**sizes, **init)
 
@@ -296,8 +312,9 @@ class ModelConfig:
                                    # run over the padding as given and only the pooling is masked
 
     def __post_init__(self) -> None:
-        if not isinstance(self.mixer, tuple(MIXER_CONFIGS.values())):
-            raise LinrnnError(f"ModelConfig.mixer: expected a mixer config ({', '.join(MIXER_CONFIGS)}), "
+        from linrnn.impls.specs import SPECS
+        if not isinstance(self.mixer, tuple(s.config for s in SPECS.values())):
+            raise LinrnnError(f"ModelConfig.mixer: expected a mixer config ({', '.join(SPECS)}), "
                               f"found {self.mixer!r}")
         _check_int(self, "n_layers")
         _check_int(self, "d_input")
@@ -346,7 +363,8 @@ def config_from_dict(data: Any, where: str = "config") -> Config:
     """
     if not isinstance(data, dict):
         raise LinrnnError(f"{where}: expected a JSON object, found {type(data).__name__}")
-    kinds = {**MIXER_CONFIGS, "model": ModelConfig}
+    from linrnn.impls.specs import SPECS
+    kinds = {**{k: s.config for k, s in SPECS.items()}, "model": ModelConfig}
     kind = data.get("kind")
     if kind not in kinds:
         raise LinrnnError(f"{where}.kind: expected one of {', '.join(kinds)}, found {kind!r}")

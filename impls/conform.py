@@ -57,7 +57,8 @@ import numpy as np
 from linrnn.impls import conform_scan as scan
 from linrnn.impls import conform_spectrum as spectrum
 from linrnn.impls.bundle import mixer_shapes
-from linrnn.impls.config import KINDS, MIXER_CONFIGS, MixerConfig, config_to_dict, mixer_config
+from linrnn.impls import specs
+from linrnn.impls.config import MIXER_CONFIGS, MixerConfig, config_to_dict, mixer_config
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
@@ -128,14 +129,23 @@ PEERS: dict[str, PeerInfo] = {
                           "`selective_scan_fn`, mamba-ssm's fused CUDA kernel (float32 only, on a CUDA device)",
                           "one package with mamba-ssm-ref, written to check this kernel"),
 }
-OWN: dict[str, tuple[str, ...]] = {"linrnn-torch": KINDS, "linrnn-jax": KINDS, "linrnn-torch-scan": ("scan",),
-                                   "linrnn-jax-scan": ("scan",)}
+def own_models(target: str) -> tuple[str, ...]:
+    """The contracts this project's own target implements: every recurrent model registered (its spec), or the scan."""
+    return ("scan",) if target.endswith("-scan") else specs.recurrent_kinds()
+
+
+OWN = ("linrnn-torch", "linrnn-jax", "linrnn-torch-scan", "linrnn-jax-scan")
 # The gradient probes: framework -> module with `input_gradient(call, u, w) -> (gradient or None, how or why
 # not)`, raising what the call raises on that framework's arrays. A framework is tried only when the target
 # has imported it already.
 GRADIENT_PROBES = {"torch": "linrnn.impls.torch.conform_adapters", "jax": "linrnn.impls.jax.conform_adapters"}
 
-MODELS = KINDS + ("scan",)      # the contracts: each mixer kind, and the scan x_t = a_t x_{t-1} + b_t
+def models() -> tuple[str, ...]:
+    """The contracts: each recurrent mixer kind registered (`linrnn.impls.specs`), and the scan x_t = a_t x_{t-1} + b_t."""
+    return specs.recurrent_kinds() + ("scan",)
+
+
+MODELS = models()               # those registered when this module is imported (`run` reads the registry)
 DTYPES = ("float64", "float32")
 DEFAULT_LENGTHS = (1, 7, 16)
 LONG_LENGTH = 4096             # the long check: radius near 1, where float32 routes drift
@@ -151,26 +161,15 @@ RADIUS_FIELDS = (
     ("dt_min", "dt_max", (1e-4, 2e-4), (4.0, 6.0)),
 )
 # Kinds whose output is the real part of a complex read-out: kind -> (its output matrix, the (real, imaginary)
-# key pairs of that matrix, the factor before Re: 2 where the conjugate half of the modes is dropped).
-# Im(C x) = Re((C_im - i C_re) x) probes "the imaginary part".
-_C_PAIRS = (("C_re", "C_im"), ("C_re_rev", "C_im_rev"))
-COMPLEX_READOUTS: dict[str, tuple[str, tuple[tuple[str, str], ...], int]] = {
-    "lru": ("C", _C_PAIRS, 1),
-    "dlr": ("W", (("W_re", "W_im"), ("W_re_rev", "W_im_rev")), 1),
-    "s4d": ("C", _C_PAIRS, 2),
-    "s5": ("C", _C_PAIRS, 2),
-}
+# key pairs of that matrix, the factor before Re: 2 where the conjugate half of the modes is dropped), from each
+# model's spec (`ModelSpec.readout`). Im(C x) = Re((C_im - i C_re) x) probes "the imaginary part".
+COMPLEX_READOUTS = specs.SpecView(lambda s: s.readout, only=lambda s: s.readout is not None)
 LAG0_DOMINANCE = 10.0   # the lag-0 error names the skip D when it is this many times the error at lags >= 1
 
-# The discrete choices of each contract (docs/models.md): the battery checks every combination (and each in its
-# bidirectional form) that `--set` does not pin; the first value of each is the base configuration's.
-VARIANTS: dict[str, dict[str, tuple]] = {
-    "rotrnn": {"heads": (HEADS, 1, 4), "m_init": ("normal", "near_identity")},
-    "lru": {},
-    "dlr": {"max_kernel_length": (None, 5)},         # the kernel as long as the input, or truncated (L_k = 5 < L)
-    "s4d": {"init": ("lin", "inv")},
-    "s5": {"discretization": ("zoh", "bilinear"), "clip_eigs": (False, True), "blocks": (1, 2)},
-}
+# The discrete choices of each contract (docs/models.md), from each model's spec (`ModelSpec.variants`): the battery
+# checks every combination (and each in its bidirectional form) that `--set` does not pin; the first value of each
+# is the base configuration's.
+VARIANTS = specs.SpecView(lambda s: s.variants)
 SIZES = ("d_model", "d_state")   # the battery's own sizes: `--set` cannot change them
 CLIPPED_RE = 0.05                # Re(Lambda) of every other S5 mode under clip_eigs, so that the clip acts
 
@@ -783,10 +782,10 @@ def make_config(kind: str, **fields) -> MixerConfig:
 
 
 def bundle_for(cfg: MixerConfig, seed: int) -> dict[str, np.ndarray]:
-    """The battery's bundle of `cfg`: its initialisation, and under S5's clip_eigs every other mode with
+    """The battery's bundle of `cfg`: its initialisation, and under a config's clip_eigs (S5) every other mode with
     Re(Lambda) = CLIPPED_RE > 0, so that the clip acts (the initialisation's Re(Lambda) = -1/2 never reaches it)."""
     params = dict(init(cfg, seed).params)
-    if cfg.kind == "s5" and cfg.clip_eigs:
+    if getattr(cfg, "clip_eigs", False):
         params["Lambda_re"] = params["Lambda_re"].copy()
         params["Lambda_re"][::2] = CLIPPED_RE
     return params
@@ -839,8 +838,8 @@ def run(target: str | Callable, kind: str, dtypes: tuple[str, ...] = DTYPES, len
     sets: `FIELD=VALUE` strings (`--set`) or a {field: value} dict, pinning fields of every config checked
     long_length: the long check's length (0 leaves it out)
     """
-    if kind not in MODELS:
-        raise LinrnnError(f"--model: expected one of {', '.join(MODELS)}, found {kind!r}")
+    if kind not in models():
+        raise LinrnnError(f"--model: expected one of {', '.join(models())}, found {kind!r}")
     bad = [d for d in dtypes if d not in DTYPES]
     if bad or not dtypes:
         raise LinrnnError(f"--dtype: expected {' or '.join(DTYPES)}, found {', '.join(bad) or 'none'}")
@@ -897,7 +896,7 @@ def peers_table() -> list[dict[str, Any]]:
             rows.append({"target": name, "group": "peer", "models": list(info.models), "what": info.what,
                          "package": info.distribution, "version": version, "missing": why, "lineage": info.lineage})
         else:
-            rows.append({"target": name, "group": "own", "models": list(OWN[name]), "what": "this project's",
+            rows.append({"target": name, "group": "own", "models": list(own_models(name)), "what": "this project's",
                          "package": "linrnn", "version": installed_version("linrnn"), "missing": why,
                          "lineage": "this project's code"})
     return rows
@@ -919,7 +918,7 @@ def register(subparsers) -> None:
                                               "and name every deviation (exit 1 if it deviates)")
     p.add_argument("target", nargs="?", help=f"module:function (on PYTHONPATH or in the working directory), or one "
                                              f"of {', '.join(BUILTINS)}")
-    p.add_argument("--model", choices=MODELS, help="the contract the target claims to implement")
+    p.add_argument("--model", choices=models(), help="the contract the target claims to implement")
     p.add_argument("--dtype", default=None, choices=DTYPES, help="check this dtype only (default: both)")
     p.add_argument("--lengths", type=int, nargs="+", default=list(DEFAULT_LENGTHS),
                    help=f"input lengths of the random inputs (default {' '.join(map(str, DEFAULT_LENGTHS))}); "

@@ -28,11 +28,13 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from linrnn.impls import specs
 from linrnn.impls.config import MixerConfig
 from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.tolerance import compare, tolerance
 
-DISCRETISED = ("s4d", "s5")      # the kinds with a continuous-time system and a discretisation rule
+# the kinds with a continuous-time system and a discretisation rule (S4D, S5): each spec's `discretisation`
+DISCRETISED = specs.SpecView(lambda s: s.discretisation, only=lambda s: s.discretisation is not None)
 PROBE_STEP = 0.5                 # |Delta Lambda| of the eigenvalue probe: bilinear and ZOH differ by ~|z|^3/12 = 1e-2
 PROBE_LENGTH = 32                # lags of the probe's impulse responses (the Prony fit needs a few more than 2)
 DELTAS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)   # the steps of the expm1 probe, largest first
@@ -67,29 +69,23 @@ class Finding:
 
 
 def contract_rule(cfg: MixerConfig) -> str:
-    return cfg.discretization if cfg.kind == "s5" else "zoh"
+    return DISCRETISED[cfg.kind].rule(cfg)
 
 
 def continuous(cfg: MixerConfig, p: Mapping[str, np.ndarray], clip: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(Lambda, Delta) of every mode: S5 (N,), S4D (H N); S5's real part clipped as the config says (or `clip`)."""
-    if cfg.kind == "s5":
-        clip = cfg.clip_eigs if clip is None else clip
-        real = np.minimum(p["Lambda_re"], cfg.CLIP_RE) if clip else p["Lambda_re"]
-        return real + 1j * p["Lambda_im"], np.exp(p["log_step"])
-    A = -np.exp(p["log_A_real"]) + 1j * p["A_imag"]
-    return A, np.broadcast_to(np.exp(p["log_dt"])[:, None], A.shape)
+    return DISCRETISED[cfg.kind].continuous(cfg, p, clip)
 
 
 def with_steps(cfg: MixerConfig, p: Mapping[str, np.ndarray], delta: np.ndarray | float) -> dict:
     """The bundle with its steps set: S5 one per mode (N,), S4D one per channel (H,), or one number for all."""
-    key = "log_step" if cfg.kind == "s5" else "log_dt"
+    key = DISCRETISED[cfg.kind].step_key
     return {**p, key: np.broadcast_to(np.log(delta), p[key].shape).astype(np.float64).copy()}
 
 
 def probe_steps(cfg: MixerConfig, p: Mapping[str, np.ndarray]) -> np.ndarray:
     """Steps with |Delta Lambda| = PROBE_STEP: per mode (S5) or for the largest |A| of each channel (S4D)."""
-    Lam, _ = continuous(cfg, p)
-    return PROBE_STEP / (np.abs(Lam) if cfg.kind == "s5" else np.max(np.abs(Lam), axis=1))
+    return DISCRETISED[cfg.kind].probe_steps(cfg, p, PROBE_STEP)
 
 
 def one_mode(p: Mapping[str, np.ndarray], n: int) -> dict:
@@ -132,34 +128,13 @@ def responses(cfg: MixerConfig, p: Mapping[str, np.ndarray], respond: Callable, 
 
 def estimate(cfg: MixerConfig, p: Mapping[str, np.ndarray], ys: list[np.ndarray]) -> np.ndarray:
     """The target's eigenvalues, one per mode (S5 (N,); S4D (H N)), from its single-mode impulse responses."""
-    B = p["B_re"] + 1j * p["B_im"] if cfg.kind == "s5" else None
-    C = p["C_re"] + 1j * p["C_im"]
-    lags = np.arange(1, ys[0].shape[1])
-    lam = np.zeros(continuous(cfg, p)[0].shape, complex)
-    for n, y in enumerate(ys):
-        if cfg.kind == "s5":
-            s = y[:, 1:, :].transpose(0, 2, 1).reshape(-1, len(lags))             # (H_in H_out, L - 1)
-            m = (2 * C[:, n][None, :] * B[n, :][:, None]).reshape(-1)             # [i, o] -> 2 C[o, n] B[n, i]
-            lam[n] = fit_mode(s, m, lags)[0]
-        else:
-            for h in range(cfg.d_model):
-                lam[h, n] = fit_mode(y[h, 1:, h][None, :], 2 * C[h, n:n + 1], lags)[0]
-    return lam
+    return DISCRETISED[cfg.kind].estimate(cfg, p, ys, fit_mode)
 
 
 def predicted(cfg: MixerConfig, p: Mapping[str, np.ndarray], lam: np.ndarray, g: np.ndarray, length: int,
               n: int) -> np.ndarray:
     """The impulse responses of mode n with eigenvalues `lam` and input factors `g`.     -> (H_in L H_out)"""
-    C = p["C_re"] + 1j * p["C_im"]
-    lags = np.arange(length)
-    H = cfg.d_model
-    if cfg.kind == "s5":
-        B = p["B_re"] + 1j * p["B_im"]
-        modes = g[n] * lam[n] ** lags                                              # (L,)
-        y = 2 * (C[:, n][None, None, :] * modes[None, :, None] * B[n, :][:, None, None]).real
-    else:
-        y = np.zeros((H, length, H))
-        y[np.arange(H), :, np.arange(H)] = 2 * (C[:, n][:, None] * g[:, n][:, None] * lam[:, n][:, None] ** lags).real
+    y = DISCRETISED[cfg.kind].predicted(cfg, p, lam, g, length, n)
     y[:, 0] += np.diag(p["D"])
     return y
 
@@ -167,7 +142,7 @@ def predicted(cfg: MixerConfig, p: Mapping[str, np.ndarray], lam: np.ndarray, g:
 def rule_values(cfg: MixerConfig, p: Mapping[str, np.ndarray]) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
     """name -> (words, lambda_bar, g) of every rule; S5 under clip_eigs also each rule without the clip."""
     out = {}
-    clips = (True, False) if cfg.kind == "s5" and cfg.clip_eigs else (None,)
+    clips = DISCRETISED[cfg.kind].clips(cfg)
     for clip in clips:
         Lam, Delta = continuous(cfg, p, clip)
         for name, (words, rule) in RULES.items():
@@ -185,7 +160,7 @@ def discretisation(cfg: MixerConfig, p: Mapping[str, np.ndarray], respond: Calla
     lam = estimate(cfg, p, ys)
     rules = rule_values(cfg, p)
     # S4D's single response per channel cannot tell lambda from its conjugate (Re(m z lambda^l) with z free): both count
-    pairs = (lam, np.conj(lam)) if cfg.kind == "s4d" else (lam,)
+    pairs = (lam, np.conj(lam)) if DISCRETISED[cfg.kind].conjugate_ambiguous else (lam,)
     distance = {name: float(np.max(np.min([np.abs(x - values[1]) for x in pairs], axis=0) / np.abs(values[1])))
                 for name, values in rules.items()}
     best = min(distance, key=distance.get)
@@ -235,7 +210,7 @@ def cancellation(cfg: MixerConfig, p: Mapping[str, np.ndarray], respond: Callabl
     # like eps / |Delta Lambda|: the error times |Delta Lambda| is rounding, within the table's forward bound
     if not (SLOPE[0] <= slope <= SLOPE[1] and errors[-1] * DELTAS[-1] * smallest <= tols[-1]):
         return []
-    what = "B_bar" if cfg.kind == "s5" else "C~"
+    what = DISCRETISED[cfg.kind].input_name
     path = ", ".join(f"{e:.1e} at Delta = {d:g} (tolerance {t:.1e})" for d, e, t in zip(DELTAS, errors, tols))
     return [Finding("expm1", f"{what} computed as exp(Delta Lambda) - 1: use expm1: the error at lags >= 1 grows as "
                              f"Delta shrinks, like eps / |Delta Lambda| (log-log slope {slope:.2f}): {path}")]

@@ -276,7 +276,7 @@ def output_terms(bundle: Bundle, u: np.ndarray) -> np.ndarray:
 
     bundle  an LRU or RotRNN layer bundle;  u (B L H) float64  ->  (B L H) float64, >= 0
     """
-    if bundle.config.kind == "rotrnn":
+    if bundle.config.kind == "rotrnn":   # this module's subject: RotRNN is measured through its LRU form (R9)
         bundle = rotrnn_to_lru(bundle)
     p, cfg = bundle.params, bundle.config
     lam = np.abs(ref_lru.eigenvalues(p))                                  # (N,)

@@ -39,11 +39,12 @@ from linrnn.impls.bundle import Bundle
 from linrnn.impls.config import mixer_config as config_mixer
 from linrnn.impls.config import modes
 from linrnn.impls.errors import LinrnnError
+from linrnn.impls import specs
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.tolerance import Comparison, compare, memory
 
-KINDS = ("rotrnn", "lru", "dlr", "s4d", "s5", "attention")
+KINDS = specs.kinds()   # the kinds registered when this module is imported; `Selection` reads the registry
 MODES = ("sequential", "scan", "conv", "step", "full", "chunked")   # of every kind (`applicable`: a kind's own)
 DTYPES = ("float64", "float32")
 REFERENCE_MODE = {"sequential": "sequential", "scan": "sequential", "step": "sequential", "conv": "conv",
@@ -73,23 +74,13 @@ DEFAULT_SHAPES = (
 
 
 def mixer_config(kind: str, shape: Shape):
-    """The case's layer (`linrnn.impls.config.mixer_config`), its decays reaching 0.9999 when `near_one`.
-
-    S5 is discretised by ZOH (its default), and in the bidirectional case by the bilinear transform with
-    clip_eigs, so that the matrix covers both discretisations. Attention is local (window 5, L not a
-    multiple) in the causal case with decays near 1, else full; it has no state, so N is dropped, and its
-    2 heads need an even d_head, so its width is H rounded up to even, doubled (H 3 or 4 -> 8).
-    """
-    ranges = {"rotrnn": {"gamma_max": 0.9999 if shape.near_one else 0.999},
-            "lru": {"r_min": 0.5, "r_max": 0.9999 if shape.near_one else 0.99},
-            "dlr": {"dt_min": 1e-5 if shape.near_one else 1e-3, "dt_max": 1e-1},
-            "s4d": {"dt_min": 2e-4 if shape.near_one else 1e-3, "dt_max": 1e-1},   # |lambda| = exp(-dt / 2)
-            "s5": {"dt_min": 2e-4 if shape.near_one else 1e-3, "dt_max": 1e-1,     # |Lambda_bar| ~ exp(-Delta / 2)
-                   "discretization": "bilinear" if shape.bidirectional else "zoh", "clip_eigs": shape.bidirectional},
-            "attention": {"window": 5 if shape.near_one and not shape.bidirectional else None},
-            }[kind]
-    H = 4 * -(-shape.H // 2) if kind == "attention" else shape.H
-    return config_mixer(kind, H, shape.N, heads=2, bidirectional=shape.bidirectional, **ranges)
+    """The case's layer (`linrnn.impls.config.mixer_config`, 2 heads where the kind has heads), its decays reaching
+    0.9999 when `near_one`: each model's spec says how (`ModelSpec.crosscheck`: e.g. S5 by ZOH, and in the
+    bidirectional case by the bilinear transform with clip_eigs; attention local in the causal case with decays
+    near 1, its width `ModelSpec.crosscheck_width`)."""
+    found = specs.spec(kind)
+    return config_mixer(kind, found.crosscheck_width(shape.H), shape.N, heads=2, bidirectional=shape.bidirectional,
+                        **found.crosscheck(shape.near_one, shape.bidirectional))
 
 
 # -- one backend: output and gradients ------------------------------------------------------------
@@ -172,7 +163,7 @@ def _jax_vjp(cfg, mode: str):
     import jax
     from linrnn.impls.jax import layer
 
-    if cfg.kind == "attention":                      # no materialised system: one program
+    if not specs.spec(cfg.kind).stateful:            # no materialised system (attention): one program
         def run_attention(params, u, w):
             y, vjp = jax.vjp(lambda p, x: layer.apply(p, cfg, x, mode)[0], params, u)
             grad_params, grad_u = vjp(w.astype(y.dtype))
@@ -270,7 +261,7 @@ def applicable(cfg, mode: str) -> bool:
 
 @dataclass(frozen=True)
 class Selection:
-    kinds: tuple[str, ...] = KINDS
+    kinds: tuple[str, ...] = dataclasses.field(default_factory=specs.kinds)   # every registered model
     modes: tuple[str, ...] = MODES
     dtypes: tuple[str, ...] = DTYPES
     seeds: tuple[int, ...] = (0,)
@@ -352,7 +343,8 @@ def format_table(summary: list[dict]) -> str:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("crosscheck", help="compare reference, torch and jax: outputs and gradients")
-    p.add_argument("--models", default=",".join(KINDS), help=f"comma-separated subset of {','.join(KINDS)}")
+    p.add_argument("--models", default=",".join(specs.kinds()),
+                   help=f"comma-separated subset of {','.join(specs.kinds())}")
     p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)}")
     p.add_argument("--dtypes", default=",".join(DTYPES), help=f"comma-separated subset of {','.join(DTYPES)}")
     p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
@@ -376,7 +368,7 @@ def _main(args: argparse.Namespace) -> int:
         seeds = tuple(int(s) for s in args.seeds.split(","))
     except ValueError:
         raise LinrnnError(f"--seeds: expected comma-separated integers, found {args.seeds!r}") from None
-    selection = Selection(_subset("models", args.models, KINDS), _subset("modes", args.modes, MODES),
+    selection = Selection(_subset("models", args.models, specs.kinds()), _subset("modes", args.modes, MODES),
                           _subset("dtypes", args.dtypes, DTYPES), seeds)
     if args.device == "cuda":
         import torch

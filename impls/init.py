@@ -196,12 +196,10 @@ def init_attention(cfg: AttentionConfig, rng: np.random.Generator) -> dict[str, 
     return params
 
 
-MIXER_INIT = {"rotrnn": init_rotrnn, "lru": init_lru, "dlr": init_dlr, "s4d": init_s4d, "s5": init_s5,
-              "attention": init_attention}
-
-
 def init_mixer(cfg: MixerConfig, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    return MIXER_INIT[cfg.kind](cfg, rng)
+    """The raw parameters of one mixer, by its spec's initialisation (`linrnn.impls.specs`)."""
+    from linrnn.impls.specs import spec
+    return spec(cfg.kind).init(cfg, rng)
 
 
 def _linear(rng: np.random.Generator, d_out: int, d_in: int) -> tuple[np.ndarray, np.ndarray]:

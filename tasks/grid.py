@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from linrnn.impls.errors import LinrnnError
+from linrnn.impls.specs import spec
 from linrnn.tasks.config import BACKENDS, MODELS, TrainConfig
 from linrnn.tasks.synthetic import TASKS
 from linrnn.tasks.train import TrainingDiverged, train
@@ -74,19 +75,9 @@ def modes(length: int) -> int:
 
 def model_defaults(model: str, length: int) -> dict[str, Any]:
     """The state size and the initialisation ranges of `model` at task length L (module docstring)."""
-    n = modes(length)
-    if model == "dlr":
-        return {"d_state": n, "dt_min": 1e-5, "dt_max": 1e-5}
-    if model == "lru":
-        return {"d_state": n, "r_min": 0.999, "r_max": 0.9999}
-    if model == "rotrnn":
-        heads = 8
-        return {"heads": heads, "d_state": 2 * n // heads, "gamma_min": 0.999, "gamma_max": 0.9999}
-    if model in ("s4d", "s5"):
-        return {"d_state": n, "dt_min": 1e-4, "dt_max": 1e-1}
-    if model == "attention":          # the DLR code's 4 heads; no state
-        return {"heads": 4}
-    raise LinrnnError(f"model: expected one of {', '.join(MODELS)}, found {model!r}")
+    if model not in MODELS:
+        raise LinrnnError(f"model: expected one of {', '.join(MODELS)}, found {model!r}")
+    return spec(model).task_defaults(modes(length))     # each model's spec (`ModelSpec.task_defaults`)
 
 
 def grid_config(task: str, model: str, backend: str, length: int, steps: int, seed: int = 0,

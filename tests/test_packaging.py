@@ -40,6 +40,8 @@ RULES: dict[str, tuple[str, ...]] = {
     "impls/torch": ("jax", "jaxlib", "flax", "linrnn.impls.jax", "linrnn.impls.reference"),
     "impls/jax": ("torch", "triton", "linrnn.impls.torch", "linrnn.impls.reference"),
     "impls/reference": FRAMEWORKS + ("linrnn.impls.torch", "linrnn.impls.jax"),
+    # the specs name each side's implementation as a string, imported on first use: never at import time
+    "impls/specs": FRAMEWORKS + ("linrnn.impls.torch", "linrnn.impls.jax", "linrnn.impls.reference"),
 }
 # The framework-neutral modules directly in impls/ import neither framework, except the cross-check
 # engine, whose job is to run every backend (it reaches them through the backends registry).

@@ -63,6 +63,7 @@ def state_shape(cfg: DLRConfig) -> tuple[int, ...]:
 
 
 STATE_IS_COMPLEX = True
+CONV_TAKES_STATE = False   # the conv mode here is the kernel alone (no free response of a state)
 
 
 def to_native(sys: DLRSystem, x: jnp.ndarray) -> jnp.ndarray:

@@ -38,15 +38,16 @@ from jax import lax
 
 from linrnn.impls import checks
 from linrnn.impls.config import MODES as _MODES
-from linrnn.impls.config import DLRConfig, MixerConfig
+from linrnn.impls.config import MixerConfig
 from linrnn.impls.errors import LinrnnError
-from linrnn.impls.jax import attention, dlr, lru, rotrnn, s4d, s5
 from linrnn.impls.jax.params import check_compute_dtype
 from linrnn.impls.segments import check_packing as checks_packing
 from linrnn.impls.segments import pieces
+from linrnn.impls.specs import implementations, spec
 
 MODES = _MODES["jax"]
-MIXERS = {"rotrnn": rotrnn, "lru": lru, "dlr": dlr, "s4d": s4d, "s5": s5}   # the recurrences (attention: below)
+# kind -> its module here, for the recurrences (each model registers it in its spec; attention: `attention.apply`)
+MIXERS = implementations("jax", only=lambda s: s.stateful)
 
 Params = Mapping[str, jnp.ndarray]
 
@@ -71,9 +72,9 @@ def check_call(cfg: MixerConfig, mode: str, u_shape: tuple, state, streaming: bo
     checks.check_stateless(cfg, state is not None)
     checks.check_streaming(cfg, mode, state is not None)
     checks.check_kernel_view(cfg, mode, 1 if streaming else u_shape[1], state is not None)
-    if isinstance(cfg, DLRConfig) and mode == "conv" and state is not None:
-        # this side's DLR conv is the kernel alone (no free response of a state): it takes no state
-        raise LinrnnError("state: DLR's mode conv on the jax side starts from a zero state; use mode scan, "
+    if mode == "conv" and state is not None and not getattr(MIXERS[cfg.kind], "CONV_TAKES_STATE", True):
+        # e.g. this side's DLR conv is the kernel alone (no free response of a state): it takes no state
+        raise LinrnnError(f"state: {cfg.kind}'s mode conv on the jax side starts from a zero state; use mode scan, "
                           "sequential or step to pass a state")
     if state is not None:
         module = MIXERS[cfg.kind]
@@ -145,16 +146,17 @@ def apply(params: Params, cfg: MixerConfig, u: jnp.ndarray, mode: str = "scan", 
        segments)
     """
     check_call(cfg, mode, np.shape(u), state)
-    streamed = mode == "step" and cfg.kind != "attention"        # resets its state: takes traced ids
+    stateful = spec(cfg.kind).stateful                            # attention: no recurrence, `attention.apply`
+    streamed = mode == "step" and stateful                        # resets its state: takes traced ids
     lengths, segments = _check_packing(lengths, segments, state, np.shape(u), streamed)
     if segments is not None and not streamed:
         return _per_segment(params, cfg, u, mode, segments), None
-    weights = params["W_o" if cfg.kind == "attention" else "D"]
+    weights = params["D" if stateful else "W_o"]
     check_compute_dtype(weights)
     u = jnp.asarray(u).astype(weights.dtype)
     valid = None if lengths is None else (jnp.arange(u.shape[1])[None, :] < lengths[:, None])[..., None]   # (B L 1)
-    if cfg.kind == "attention":
-        y, x = attention.apply(params, cfg, u, mode, lengths=lengths), None
+    if not stateful:
+        y, x = spec(cfg.kind).implementation("jax").apply(params, cfg, u, mode, lengths=lengths), None
     else:
         resets = None if segments is None else jnp.pad(segments[:, 1:] != segments[:, :-1], ((0, 0), (1, 0)))
         y, x = _run_checked(materialise(params, cfg), cfg, u if valid is None else jnp.where(valid, u, 0), mode, state,
@@ -214,8 +216,8 @@ def apply_system(sys, cfg: MixerConfig, u: jnp.ndarray, mode: str = "scan", stat
     u must already be in the system's real dtype. Not for attention, which has no system.
     """
     check_call(cfg, mode, np.shape(u), state)
-    if cfg.kind == "attention":
-        raise LinrnnError("attention has no materialised system: use apply(params, cfg, u, mode)")
+    if not spec(cfg.kind).stateful:
+        raise LinrnnError(f"{cfg.kind} has no materialised system: use apply(params, cfg, u, mode)")
     return _run_checked(sys, cfg, u, mode, state)
 
 

@@ -16,10 +16,10 @@ from linrnn.impls.config import DTYPES as _DTYPES
 from linrnn.impls.config import MODES as _MODES
 from linrnn.impls.config import MixerConfig, modes
 from linrnn.impls.errors import LinrnnError
-from linrnn.impls.reference import attention, dlr, lru, rotrnn, s4d, s5
 from linrnn.impls.segments import check_layer_only, check_packing, padding_segments, valid
+from linrnn.impls.specs import implementations
 
-MIXERS = {"rotrnn": rotrnn, "lru": lru, "dlr": dlr, "s4d": s4d, "s5": s5, "attention": attention}
+MIXERS = implementations("reference")     # kind -> its module here (each model registers it in its spec)
 MODES = _MODES["reference"]
 
 
@@ -58,13 +58,7 @@ def spectral_radius(cfg: MixerConfig, params: Mapping[str, np.ndarray]) -> float
     """The largest |eigenvalue| of the transition (RotRNN: max gamma_h; LRU, DLR, S4D: max |lambda|; S5: max
     |Lambda_bar|, which depends on the config's discretisation). Attention has no transition and no decay: 1, so
     the tolerance table's memory is the whole length (every output can weigh every position)."""
-    if cfg.kind == "attention":
-        return 1.0
-    if cfg.kind == "rotrnn":
-        return float(np.max(rotrnn.decay(params["gamma_log"])))
-    if cfg.kind == "s5":
-        return float(np.max(np.abs(s5.eigenvalues(params, cfg))))
-    return float(np.max(np.abs(MIXERS[cfg.kind].eigenvalues(params))))
+    return float(MIXERS[cfg.kind].spectral_radius(params, cfg))
 
 
 # -- the backend interface of `linrnn apply` (see linrnn.impls.backends) --------------------------

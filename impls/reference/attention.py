@@ -81,3 +81,9 @@ def full(p: Params, cfg: AttentionConfig, u: np.ndarray, segments: np.ndarray | 
     weights /= weights.sum(axis=-1, keepdims=True)
     o = np.einsum("bhij,bhjd->bihd", weights, v).reshape(B, L, H)
     return o @ p["W_o"].T + p["b_o"]
+
+
+def spectral_radius(p, cfg) -> float:
+    """No transition and no decay: 1, so the tolerance table's memory is the whole length (every output can weigh
+    every position)."""
+    return 1.0

@@ -94,3 +94,8 @@ def conv(p: Params, cfg: DLRConfig, u: np.ndarray, segments: np.ndarray | None =
         shifted = np.concatenate([np.zeros((1, cfg.d_model)), K_rev])  # lag j+1 carries K^rev_j
         y = y + anticausal_conv(shifted, u, segments)
     return y
+
+
+def spectral_radius(p: Params, cfg) -> float:
+    """The largest |eigenvalue| of the transition (max |lambda|)."""
+    return float(np.max(np.abs(eigenvalues(p))))

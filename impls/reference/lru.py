@@ -94,3 +94,8 @@ def conv(p: Params, cfg: LRUConfig, u: np.ndarray, segments: np.ndarray | None =
     if cfg.bidirectional:
         y = y + anticausal_conv(kernel(p, L, "_rev"), u, segments)
     return y
+
+
+def spectral_radius(p: Params, cfg) -> float:
+    """The largest |eigenvalue| of the transition (max |lambda|)."""
+    return float(np.max(np.abs(eigenvalues(p))))

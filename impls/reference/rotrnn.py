@@ -156,3 +156,8 @@ def conv(p: Params, cfg: RotRNNConfig, u: np.ndarray, segments: np.ndarray | Non
     if cfg.bidirectional:
         y = y + anticausal_conv(kernel(p, cfg, L, C_key="C_rev"), u, segments)
     return y
+
+
+def spectral_radius(p: Params, cfg) -> float:
+    """The largest |eigenvalue| of the transition (max gamma_h)."""
+    return float(np.max(decay(p["gamma_log"])))

@@ -75,3 +75,8 @@ def conv(p: Params, cfg: S4DConfig, u: np.ndarray, segments: np.ndarray | None =
         shifted = np.concatenate([np.zeros((1, cfg.d_model)), kernel(p, L, "_rev")])   # lag j+1 carries K^rev_j
         y = y + anticausal_conv(shifted, u, segments)
     return y
+
+
+def spectral_radius(p: Params, cfg) -> float:
+    """The largest |eigenvalue| of the transition (max |lambda| over channels and modes)."""
+    return float(np.max(np.abs(eigenvalues(p))))

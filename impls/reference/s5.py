@@ -98,3 +98,8 @@ def conv(p: Params, cfg: S5Config, u: np.ndarray, segments: np.ndarray | None = 
     if cfg.bidirectional:
         y = y + anticausal_conv(kernel(p, cfg, L, "_rev"), u, segments)
     return y
+
+
+def spectral_radius(p: Params, cfg) -> float:
+    """The largest |eigenvalue| of the transition (max |Lambda_bar|, which depends on the config's discretisation)."""
+    return float(np.max(np.abs(eigenvalues(p, cfg))))

@@ -28,6 +28,7 @@ from linrnn.impls.checks import check_dtype, check_lengths, check_mode, check_se
 from linrnn.impls.config import DTYPES as _DTYPES
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.segments import check_layer_only
+from linrnn.impls.specs import implementations
 from linrnn.impls.torch.attention import Attention
 from linrnn.impls.torch.dlr import DLR
 from linrnn.impls.torch.layer import MODES, Mixer, parameter_groups, recurrence_parameters
@@ -38,7 +39,7 @@ from linrnn.impls.torch.s4d import S4D
 from linrnn.impls.torch.s5 import S5
 
 DTYPES = _DTYPES["torch"]
-MIXERS = {"rotrnn": RotRNN, "lru": LRU, "dlr": DLR, "s4d": S4D, "s5": S5, "attention": Attention}
+MIXERS = implementations("torch")   # kind -> its module class (each model registers it in its spec)
 
 __all__ = ["Attention", "DLR", "DTYPES", "LRU", "MIXERS", "MODES", "Mixer", "Model", "RotRNN", "S4D", "S5", "apply_bundle",
            "from_bundle", "parameter_groups", "recurrence_parameters"]

@@ -124,27 +124,31 @@ def lrnnx(bundle: dict, config: dict, dtype: str = "float64"):
     if config["bidirectional"]:
         raise NotImplementedError("lrnnx's LTI layers have no backward scan")
     lti = _import("lrnnx")
-    H, N = config["d_model"], config["d_state"]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(SEED)
-        if kind == "lru":
-            module = lti.LRU(d_model=H, d_state=N)
-        else:
-            if config["clip_eigs"]:
-                raise NotImplementedError("lrnnx's S5 does not clip Re(Lambda)")
-            module = lti.S5(d_model=H, d_state=N, discretization=config["discretization"])
-    if kind == "lru":
-        for key in ("nu_log", "theta_log", "gamma_log", "B_re", "B_im", "C_re", "C_im", "D"):
-            setattr(module, key, _parameter(bundle[key]))
-    else:
-        module.A = _parameter(np.stack([np.log(np.expm1(-bundle["Lambda_re"])), bundle["Lambda_im"]], axis=-1))
-        module.log_dt = _parameter(bundle["log_step"])
-        module.B = _parameter(bundle["B_re"] + 1j * bundle["B_im"])                    # (N H) complex
-        module.C = _parameter(np.stack([bundle["C_re"], bundle["C_im"]], axis=-1))     # (H N 2)
-        D = module.D.detach().clone()
-        D.diagonal().copy_(torch.as_tensor(bundle["D"]))
-        module.D = torch.nn.Parameter(D)
+        module = {"lru": _lrnnx_lru, "s5": _lrnnx_s5}[kind](lti, bundle, config)   # lrnnx's two layers
     return _numpy_call(lambda x: module(x.float()))
+
+
+def _lrnnx_lru(lti, bundle: dict, config: dict):
+    module = lti.LRU(d_model=config["d_model"], d_state=config["d_state"])
+    for key in ("nu_log", "theta_log", "gamma_log", "B_re", "B_im", "C_re", "C_im", "D"):
+        setattr(module, key, _parameter(bundle[key]))
+    return module
+
+
+def _lrnnx_s5(lti, bundle: dict, config: dict):
+    if config["clip_eigs"]:
+        raise NotImplementedError("lrnnx's S5 does not clip Re(Lambda)")
+    module = lti.S5(d_model=config["d_model"], d_state=config["d_state"], discretization=config["discretization"])
+    module.A = _parameter(np.stack([np.log(np.expm1(-bundle["Lambda_re"])), bundle["Lambda_im"]], axis=-1))
+    module.log_dt = _parameter(bundle["log_step"])
+    module.B = _parameter(bundle["B_re"] + 1j * bundle["B_im"])                    # (N H) complex
+    module.C = _parameter(np.stack([bundle["C_re"], bundle["C_im"]], axis=-1))     # (H N 2)
+    D = module.D.detach().clone()
+    D.diagonal().copy_(torch.as_tensor(bundle["D"]))
+    module.D = torch.nn.Parameter(D)
+    return module
 
 
 # -- the scans ------------------------------------------------------------------------------------

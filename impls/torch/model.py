@@ -35,15 +35,10 @@ from linrnn.impls import checks
 from linrnn.impls.bundle import Bundle, sub_params
 from linrnn.impls.config import BATCHNORM_MOMENTUM, ModelConfig
 from linrnn.impls.errors import LinrnnError
-from linrnn.impls.torch.attention import Attention
-from linrnn.impls.torch.dlr import DLR
+from linrnn.impls.specs import implementations
 from linrnn.impls.torch.layer import MODES, export_bundle, load_bundle, padding_mask, torch_dtype
-from linrnn.impls.torch.lru import LRU
-from linrnn.impls.torch.rotrnn import RotRNN
-from linrnn.impls.torch.s4d import S4D
-from linrnn.impls.torch.s5 import S5
 
-MIXERS = {"rotrnn": RotRNN, "lru": LRU, "dlr": DLR, "s4d": S4D, "s5": S5, "attention": Attention}
+MIXERS = implementations("torch")   # kind -> its module class (each model registers it in its spec)
 
 
 class Norm(nn.Module):

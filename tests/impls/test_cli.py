@@ -85,7 +85,7 @@ def test_unknown_model_name(cli, tmp_path):
     (["--model", "lru", "--state", 0], "--state: expected a positive integer, found 0"),
     (["--model", "lru", "--d-model", -3], "--d-model: expected a positive integer, found -3"),
     (["--model", "rotrnn", "--state", 3], "RotRNNConfig.d_state: expected an even state size per head"),
-    (["--model", "lru", "--heads", 2], "--heads: only RotRNN and attention have heads, found --heads with --model lru"),
+    (["--model", "lru", "--heads", 2], "--heads: only rotrnn, attention have heads, found --heads with --model lru"),
     (["--model", "dlr", "--layer-only", "--layers", 2], "--layer-only: model options (n_layers) do not apply"),
     (["--model", "dlr", "--norm", "group"], "ModelConfig.norm: expected one of layer, batch, found 'group'"),
     (["--model", "attention", "--state", 4], "--state: attention has no state, found --state with --model attention"),

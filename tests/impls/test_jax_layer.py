@@ -234,7 +234,7 @@ def test_states_of_the_wrong_shape_or_kind_are_refused():
         layer.apply(params, SMALL["rotrnn"], u, "scan", jnp.zeros((2, 4)))
     with pytest.raises(LinrnnError, match="^state: a rotrnn state is real"):
         layer.apply(params, SMALL["rotrnn"], u, "scan", jnp.zeros((2, 2, 2), jnp.complex128))
-    with pytest.raises(LinrnnError, match="^state: DLR's mode conv"):
+    with pytest.raises(LinrnnError, match="^state: dlr's mode conv"):
         layer.apply(from_bundle(init(SMALL["dlr"], 0)), SMALL["dlr"], u, "conv", jnp.zeros((2, 2, 3), jnp.complex128))
     with pytest.raises(LinrnnError, match="^input:"):
         layer.step(params, SMALL["rotrnn"], u)

@@ -1,0 +1,12 @@
+"""Is the LRU (Orvieto et al. 2023) right: its three implementations against each other in every mode, and each side against its spec
+(the model's other checks: tests/impls/, properties/, `linrnn crosscheck`, `linrnn conform`)."""
+
+KIND = "lru"
+
+
+def test_three_implementations_agree_in_every_mode(crosscheck_kind):
+    crosscheck_kind(KIND)
+
+
+def test_each_side_follows_the_spec(sides_follow_the_spec):
+    sides_follow_the_spec(KIND)

@@ -1,0 +1,185 @@
+"""A seventh model, written as a newcomer would add one: a spec and one small implementation per side.
+
+`tests/models/test_seventh_model.py` copies this file into a temporary package and registers its spec; the
+cross-check and `linrnn conform` must then pick it up with no other edit to the project.
+
+The model ("toy"): a real diagonal recurrence with decays |lambda_n| uniform in [r_min, r_max],
+
+    x_t = lambda * x_{t-1} + B u_t,     y_t = C x_t + D u_t
+    bidirectional:  y_t += C_rev x_bwd_t,   x_bwd_t = lambda x_bwd_{t+1} + B u_t
+
+with raw parameters `log_decay` (lambda = exp(-exp(log_decay))), B (N H), C (H N), D (H,), C_rev (H N).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from linrnn.impls.errors import LinrnnError
+from linrnn.impls.specs import ModelSpec
+
+PLANTED = {"torch_D": 1.0}   # a test multiplies the PyTorch side's D by this to plant a bug
+
+
+@dataclass(frozen=True)
+class ToyConfig:
+    kind: ClassVar[str] = "toy"
+    d_model: int = 4
+    d_state: int = 4
+    bidirectional: bool = False
+    r_min: float = 0.5
+    r_max: float = 0.99
+
+    def __post_init__(self) -> None:
+        if not (0 < self.r_min <= self.r_max < 1):
+            raise LinrnnError(f"ToyConfig.r_max: expected 0 < r_min <= r_max < 1, found {self.r_min}, {self.r_max}")
+
+
+def shapes(cfg: ToyConfig) -> dict:
+    H, N = cfg.d_model, cfg.d_state
+    out = {"log_decay": (N,), "B": (N, H), "C": (H, N), "D": (H,)}
+    if cfg.bidirectional:
+        out["C_rev"] = (H, N)
+    return out
+
+
+def init(cfg: ToyConfig, rng: np.random.Generator) -> dict:
+    H, N = cfg.d_model, cfg.d_state
+    r = rng.uniform(cfg.r_min, cfg.r_max, N)
+    out = {"log_decay": np.log(-np.log(r)), "B": rng.standard_normal((N, H)) / math.sqrt(H),
+           "C": rng.standard_normal((H, N)) / math.sqrt(N), "D": rng.standard_normal(H)}
+    if cfg.bidirectional:
+        out["C_rev"] = rng.standard_normal((H, N)) / math.sqrt(N)
+    return out
+
+
+def spec(package: str) -> ModelSpec:
+    return ModelSpec(
+        kind="toy", config=ToyConfig, shapes=shapes, recurrence_keys=("log_decay",), init=init,
+        implementations={"reference": f"{package}.reference", "torch": f"{package}.torch_side:Toy",
+                         "jax": f"{package}.jax_side"},
+        state=lambda cfg: ((cfg.d_state,), "float64"),
+        crosscheck=lambda near_one, bi: {"r_max": 0.9999 if near_one else 0.99},
+    )
+
+
+# -- the reference (float64 NumPy) --------------------------------------------------------------------
+
+REFERENCE = '''
+import numpy as np
+from linrnn.impls.errors import LinrnnError
+
+
+def decays(p):
+    return np.exp(-np.exp(p["log_decay"]))
+
+
+def _states(lam, drive, x0):
+    x, out = x0, np.empty_like(drive)
+    for t in range(drive.shape[1]):
+        x = lam * x + drive[:, t]
+        out[:, t] = x
+    return out
+
+
+def sequential(p, cfg, u, x0=None, segments=None):
+    if segments is not None:
+        raise LinrnnError("toy: no packed sequences")
+    lam, drive = decays(p), u @ p["B"].T
+    x0 = np.zeros((u.shape[0], cfg.d_state)) if x0 is None else x0
+    states = _states(lam, drive, x0)
+    y = states @ p["C"].T + p["D"] * u
+    if cfg.bidirectional:
+        back = _states(lam, drive[:, ::-1], np.zeros_like(x0))[:, ::-1]
+        y = y + back @ p["C_rev"].T
+    return y, states[:, -1]
+
+
+def conv(p, cfg, u, segments=None):
+    if segments is not None:
+        raise LinrnnError("toy: no packed sequences")
+    L = u.shape[1]
+    powers = decays(p)[None, :] ** np.arange(L)[:, None]                        # (L N)
+    K = np.einsum("hn,ln,nk->lhk", p["C"], powers, p["B"])                      # (L H H)
+    y = p["D"] * u
+    for t in range(L):
+        y[:, t] += np.einsum("lhk,blk->bh", K[:t + 1], u[:, t::-1])
+    if cfg.bidirectional:
+        K_rev = np.einsum("hn,ln,nk->lhk", p["C_rev"], powers, p["B"])
+        for t in range(L):
+            y[:, t] += np.einsum("lhk,blk->bh", K_rev[:L - t], u[:, t:])
+    return y
+
+
+def spectral_radius(p, cfg):
+    return float(np.max(decays(p)))
+'''
+
+# -- PyTorch: the diagonal machinery of the LRU, with real eigenvalues ---------------------------------
+
+TORCH = '''
+import torch
+from linrnn.impls.torch import diagonal
+from linrnn.impls.torch.diagonal import DiagonalForm
+from linrnn.impls.torch.lru import pairs
+from {package}.spec import ToyConfig, PLANTED
+
+
+class Toy(diagonal.DiagonalMixer):
+    config_type = ToyConfig
+
+    def materialise(self):
+        log_lam = torch.complex(-torch.exp(self.log_decay), torch.zeros_like(self.log_decay))
+        W_in = pairs(self.B, torch.zeros_like(self.B), dim=0)
+        W_out = pairs(self.C, torch.zeros_like(self.C), dim=1)
+        W_rev = pairs(self.C_rev, torch.zeros_like(self.C_rev), dim=1) if self.config.bidirectional else None
+        return DiagonalForm.build(log_lam, W_in, W_out, W_rev, self.D * PLANTED["torch_D"])
+
+    def to_native(self, f, state, batch):
+        self.check_state(state, (batch, self.config.d_state), self.dtype)
+        return torch.stack([state, torch.zeros_like(state)], dim=-1)
+
+    def from_native(self, f, x):
+        return x[..., 0]
+'''
+
+# -- JAX: the diagonal machinery of the LRU, with real eigenvalues -------------------------------------
+
+JAX = '''
+import jax.numpy as jnp
+from jax import lax
+from linrnn.impls.jax import diagonal
+
+STATE_IS_COMPLEX = False
+
+
+def materialise(p, cfg):
+    zeros = jnp.zeros_like
+    log_lam = lax.complex(-jnp.exp(p["log_decay"]), zeros(p["log_decay"]))
+    rev = (p["C_rev"], zeros(p["C_rev"])) if cfg.bidirectional else (None, None)
+    return diagonal.Diagonal(log_lam, p["B"], zeros(p["B"]), p["C"], zeros(p["C"]), p["D"], *rev)
+
+
+def state_shape(cfg):
+    return (cfg.d_state,)
+
+
+def to_native(sys, x):
+    return lax.complex(x, jnp.zeros_like(x))
+
+
+def from_native(sys, z):
+    return z.real
+
+
+def run(sys, cfg, u, z0, mode):
+    return diagonal.run(sys, u, z0, mode, cfg.bidirectional)
+
+
+def step(sys, cfg, u_t, z):
+    return diagonal.step(sys, u_t, z)
+'''
