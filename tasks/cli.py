@@ -163,7 +163,12 @@ MIXER_FLAG = "mixer."       # the dest prefix of the mixer fields' flags
 
 def resolve_train_config(args: argparse.Namespace):
     """The run's config: the file, then --set, then the field flags; checked once, as a whole."""
-    from linrnn.tasks.config import MIXER_FIELD_TYPES, TrainConfig, apply_overrides, parse_value
+    from linrnn.tasks.config import (
+        MIXER_FIELD_TYPES,
+        TrainConfig,
+        apply_overrides,
+        parse_value,
+    )
 
     values = TrainConfig.read(args.config) if args.config else {}
     values = apply_overrides(values, args.overrides)
