@@ -44,7 +44,7 @@ CURVE_POINTS = 100
 @dataclass(frozen=True)
 class Job:
     labels: dict                   # what the tables group by: task, model, the varied factor, seed
-    config: dict                   # TrainConfig fields
+    config: dict                   # TrainConfig fields (the model's mixer fields in "mixer")
     data: DataSet | None = None    # None: a synthetic task
     options: dict = field(default_factory=dict)   # what a custom `run_job` needs besides the config (not a label)
 
@@ -243,7 +243,7 @@ def d2_jobs(quick: bool) -> list[Job]:
                 # grid's defaults size them (`ModelSpec.task_defaults`)
                 state = {"d_state": spec(model).task_defaults(n)["d_state"]}
                 config = grid_config("shift", model, "torch", length, steps, seed, n_layers=1, batch_size=4,
-                                     lr=5e-3, **state, **fields)
+                                     lr=5e-3, mixer={**state, **fields})
                 jobs.append(Job({"task": "shift", "model": model, "init": init, "length": length, "seed": seed},
                                 config.to_dict()))
     return jobs
@@ -309,7 +309,7 @@ def r8_run(job: Job, data_root: Path, runs_root: Path, progress: bool) -> list[d
     stored = read(kept, NormRunRecord) if kept.exists() else None
     record = None if stored is None else {**stored.run, "config": stored.config}
     tic = time.perf_counter()
-    if record is None or TrainConfig.from_dict(record["config"]) != config:
+    if record is None or TrainConfig.from_stored(record["config"]) != config:
         record = norm_run(job.labels["model"], job.labels["seed"], setup, folder)
         record["losses"] = _thin(record["losses"])
         write(kept, NormRunRecord(config=config.to_dict(), run=record))
@@ -338,10 +338,10 @@ LISTOPS_SHORT_QUICK = DataSet("listops-short-quick", "listops", dict(n_train=64,
 
 
 def listops_control(quick: bool) -> Control:
-    config = dict(task="listops", model="lru", d_model=64, d_state=64, n_layers=2, norm="layer", batch_size=16,
+    config = dict(task="listops", model="lru", d_model=64, n_layers=2, norm="layer", batch_size=16,
                   epochs=1 if quick else 2, lr=3e-3, recurrence_lr=1e-3, weight_decay=0.05, warmup_steps=50,
-                  r_min=0.9, r_max=0.999, eval_every=None, eval_batches=None, checkpoint_every=100, workers=1,
-                  backend="torch", seed=0)
+                  mixer={"d_state": 64, "r_min": 0.9, "r_max": 0.999}, eval_every=None, eval_batches=None,
+                  checkpoint_every=100, workers=1, backend="torch", seed=0)
     data = LISTOPS_SHORT_QUICK if quick else LISTOPS_SHORT
     job = Job({"task": "listops", "model": "lru", "seed": 0, "control": "listops-short"}, config, data)
     return Control("listops-short", "listops",
@@ -378,9 +378,10 @@ D5_WINDOWS = {"listops-subtrees": 1024, "pathfinder-segmentation": 128}
 
 
 def _mixer_fields(model: str, task: str) -> dict:
-    return {"dlr": {"dt_min": 1e-4, "dt_max": 1e-1},         # the DLR code's ListOpsSubTrees / PF-seg range
+    """The model's mixer table: N = 32 complex modes for the recurrent ones, local attention's 4 heads and window."""
+    return {"dlr": {"d_state": 32, "dt_min": 1e-4, "dt_max": 1e-1},   # the DLR code's ListOpsSubTrees / PF-seg range
             "attention": {"heads": 4, "window": D5_WINDOWS[task]},
-            "lru": {"r_min": 0.9, "r_max": 0.999},
+            "lru": {"d_state": 32, "r_min": 0.9, "r_max": 0.999},
             "rotrnn": {"heads": 4, "d_state": 16, "gamma_min": 0.9, "gamma_max": 0.999},   # 4 x 16 real: 32 rotations
             }[model]
 
@@ -391,24 +392,24 @@ D5_SEEDS = (0, 1, 2)
 def d5_jobs(quick: bool) -> list[Job]:
     seeds = (0,) if quick else D5_SEEDS
     subtrees, segmentation = (SUBTREES_QUICK, SEGMENTATION_QUICK) if quick else (SUBTREES, SEGMENTATION)
-    common = dict(d_model=32, d_state=32, n_layers=2, norm="layer", weight_decay=0.01, eval_every=None,
+    common = dict(d_model=32, n_layers=2, norm="layer", weight_decay=0.01, eval_every=None,
                   eval_batches=None, checkpoint_every=100, workers=1, backend="torch")
     tasks = {
         "listops-subtrees": (subtrees, dict(task="listops-subtrees", batch_size=8, epochs=1 if quick else 4,
                                             lr=3e-3, recurrence_lr=1.5e-3, warmup_steps=20)),
         "pathfinder-segmentation": (segmentation, dict(task="pathfinder-segmentation",
-                                                       data_options={"resolution": 32}, bidirectional=True,
-                                                       batch_size=16, epochs=1 if quick else 3, lr=1e-3,
+                                                       data_options={"resolution": 32}, batch_size=16, epochs=1 if quick else 3, lr=1e-3,
                                                        warmup_steps=20)),
     }
+    bidirectional = {"listops-subtrees": False, "pathfinder-segmentation": True}
     jobs = []
     for task, (data, fields) in tasks.items():
         for model in D5_MODELS:
-            mixer = _mixer_fields(model, task)
+            mixer = {**_mixer_fields(model, task), "bidirectional": bidirectional[task]}
             if "window" in mixer and quick:    # local attention's window at the quick sizes
                 mixer = {**mixer, "window": 64 if task == "listops-subtrees" else 32}
             for seed in seeds:
-                config = {**common, **fields, **mixer, "model": model, "seed": seed}
+                config = {**common, **fields, "mixer": mixer, "model": model, "seed": seed}
                 jobs.append(Job({"task": task, "model": model, "seed": seed}, config, data))
     # the costliest runs last (an interrupted record then holds every other cell): local attention over
     # ListOpsSubTrees' 8,000 tokens with windows of 1,024 keeps (B heads L 2w) scores per layer, some GB
@@ -450,15 +451,15 @@ SPEECH_PATIENCE = {"sc10": 5, "sc35": 5}
 
 def speech_jobs(quick: bool) -> list[Job]:
     data = SPEECH_QUICK if quick else SPEECH
-    common = dict(data_options={"mfcc": True}, d_model=64, d_state=64, n_layers=2, norm="batch", bidirectional=True,
+    common = dict(data_options={"mfcc": True}, d_model=64, n_layers=2, norm="batch",
                   batch_size=16, steps=None, lr=4e-3, recurrence_lr=1e-3, weight_decay=0.05, warmup_steps=20,
                   eval_every=None, eval_batches=None, checkpoint_every=100, workers=1, backend="torch")
-    mixer = {"rotrnn": {"heads": 8, "d_state": 16, "gamma_min": 0.9, "gamma_max": 0.999},
-             "lru": {"r_min": 0.9, "r_max": 0.999}, "dlr": {"dt_min": 1e-3, "dt_max": 1e-1},
-             "s4d": {"dt_min": 1e-3, "dt_max": 1e-1}}
+    mixer = {"rotrnn": {"heads": 8, "d_state": 16, "gamma_min": 0.9, "gamma_max": 0.999},      # bidirectional, N = 64
+             "lru": {"d_state": 64, "r_min": 0.9, "r_max": 0.999}, "dlr": {"d_state": 64, "dt_min": 1e-3, "dt_max": 1e-1},
+             "s4d": {"d_state": 64, "dt_min": 1e-3, "dt_max": 1e-1}}
     seeds = (0,) if quick else SPEECH_SEEDS
     return [Job({"task": task, "model": model, "seed": seed},
-                {**common, **mixer[model], "task": task, "model": model, "seed": seed,
+                {**common, "mixer": {**mixer[model], "bidirectional": True}, "task": task, "model": model, "seed": seed,
                  "epochs": 1 if quick else SPEECH_EPOCHS[task], "patience": None if quick else SPEECH_PATIENCE[task]},
                 data)
             for seed in seeds for task in ("sc10", "sc35") for model in SPEECH_MODELS + SPEECH_BASELINES[task]]
@@ -511,11 +512,13 @@ def lra_jobs(quick: bool) -> list[Job]:
     # the budget fits one CPU core for about 90 minutes: one pass over the ListOps training split, and 250 steps
     # (8,000 of the 16,000 training images) of Pathfinder-32; S4D's convolution costs 4-5 times the others' step
     tasks = {"listops": (listops, dict(task="listops", norm="layer", batch_size=16, epochs=1, steps=None)),
-             "pathfinder": (pathfinder, dict(task="pathfinder", norm="batch", bidirectional=True, batch_size=32,
+             "pathfinder": (pathfinder, dict(task="pathfinder", norm="batch", batch_size=32,
                                              epochs=1 if quick else None, steps=None if quick else 250))}
+    bidirectional = {"listops": False, "pathfinder": True}
     # seed-major: an interrupted record holds whole seeds of every model
-    return [Job({"task": task, "model": model, "seed": seed}, {**common, **fields, **lra_mixer(model), "model": model,
-                                                                "seed": seed}, data)
+    return [Job({"task": task, "model": model, "seed": seed},
+                {**common, **fields, "mixer": {**lra_mixer(model), "bidirectional": bidirectional[task]},
+                 "model": model, "seed": seed}, data)
             for seed in seeds for task, (data, fields) in tasks.items() for model in LRA_MODELS]
 
 
@@ -531,8 +534,9 @@ PATHFINDER_BARE_QUICK = DataSet("pathfinder32-bare-quick", "pathfinder", dict(
 
 def pathfinder_control(quick: bool) -> Control:
     config = dict(task="pathfinder", model="dlr", data_options={"difficulty": "curv_baseline"}, d_model=64,
-                  d_state=64, n_layers=2, norm="batch", bidirectional=True, batch_size=32, epochs=1 if quick else 8,
-                  lr=2e-3, weight_decay=0.05, warmup_steps=50, dt_min=1e-4, dt_max=1e-1, eval_every=None,
+                  n_layers=2, norm="batch", batch_size=32, epochs=1 if quick else 8,
+                  lr=2e-3, weight_decay=0.05, warmup_steps=50,
+                  mixer={"d_state": 64, "bidirectional": True, "dt_min": 1e-4, "dt_max": 1e-1}, eval_every=None,
                   eval_batches=None, checkpoint_every=100, workers=1, backend="torch", seed=0)
     job = Job({"task": "pathfinder", "model": "dlr", "seed": 0, "control": "pathfinder-bare"}, config,
               PATHFINDER_BARE_QUICK if quick else PATHFINDER_BARE)
@@ -627,7 +631,7 @@ def stored_rows(job: Job, previous: list[dict]) -> list[dict]:
     for row in previous:
         try:
             same = (row.get("status") == "ok" and row.get("data") == _data_spec(job)
-                    and TrainConfig.from_dict(row.get("config")) == wanted)
+                    and TrainConfig.from_stored(row.get("config")) == wanted)
         except LinrnnError:           # a config of older code that no longer reads: not this job's
             same = False
         if same:
@@ -645,7 +649,7 @@ def _set_aside_another_config(out: Path, config) -> None:
     if not saved.exists():
         return
     try:
-        same = TrainConfig.from_dict(json.loads(saved.read_text())) == config
+        same = TrainConfig.from_stored(json.loads(saved.read_text())) == config
     except (ValueError, LinrnnError):        # unreadable, or a config of older code: not this job's
         same = False
     if same:
@@ -668,7 +672,7 @@ def run_job(job: Job, data_root: Path, runs_root: Path, progress: bool) -> dict:
     folder = ensure_data(data_root, job.data) if job.data is not None else None
     out = runs_root / job.name
     results = out / RUN_RESULTS
-    reused = results.exists() and TrainConfig.from_dict(read(results, RunRecord).config) == config
+    reused = results.exists() and TrainConfig.from_stored(read(results, RunRecord).config) == config
     row = {"name": job.name, **job.labels, "config": config.to_dict(), "data": _data_spec(job)}
     tic = time.perf_counter()
     if not reused:

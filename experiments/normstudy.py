@@ -28,7 +28,7 @@ def train_config(model: str, seed: int, setup: dict):
     return TrainConfig(task=setup["task"], length=setup.get("length"), model=model, d_model=setup["d_model"],
                        n_layers=setup["n_layers"], lr=setup["lr"], schedule="cosine", steps=setup["steps"],
                        warmup_steps=int(setup["warmup_fraction"] * setup["steps"]), batch_size=setup["batch_size"],
-                       seed=seed, backend="torch", dtype="float32", eval_batches=2, **per_model,
+                       seed=seed, backend="torch", dtype="float32", eval_batches=2, mixer=per_model,
                        **setup.get("train", {}))
 
 

@@ -47,7 +47,7 @@ class DataSet:
 class Run:
     name: str
     data: DataSet
-    config: dict                 # TrainConfig fields
+    config: dict                 # TrainConfig fields (the model's mixer fields in "mixer")
     scale: str                   # in words, for the report
     note: str = ""
     extra: dict = field(default_factory=dict)
@@ -63,12 +63,14 @@ SUBTREES = DataSet("subtrees", "listops-subtrees", dict(n_train=400, n_val=50, n
 SEGMENTATION = DataSet("segmentation32", "pathfinder-segmentation", dict(resolution=32, n_train=2000, n_val=200,
                                                                          n_test=200))
 
-_LISTOPS = dict(task="listops", model="lru", d_model=64, d_state=64, n_layers=2, norm="layer", batch_size=16, epochs=2,
-                steps=None, lr=3e-3, recurrence_lr=1.5e-3, weight_decay=0.05, warmup_steps=50, r_min=0.0, r_max=0.9,
+_LISTOPS = dict(task="listops", model="lru", d_model=64, n_layers=2, norm="layer", batch_size=16, epochs=2,
+                steps=None, lr=3e-3, recurrence_lr=1.5e-3, weight_decay=0.05, warmup_steps=50,
+                mixer={"d_state": 64, "r_min": 0.0, "r_max": 0.9},
                 eval_every=None, eval_batches=None, checkpoint_every=100, workers=1)
 
 # the same data with slower decays (|lambda| up to 0.999: the first operator must reach the pooled mean) and 4 epochs
-_LISTOPS_LONG = {**_LISTOPS, "r_min": 0.9, "r_max": 0.999, "lr": 4e-3, "recurrence_lr": 2e-3, "epochs": 4}
+_LISTOPS_LONG = {**_LISTOPS, "mixer": {"d_state": 64, "r_min": 0.9, "r_max": 0.999}, "lr": 4e-3, "recurrence_lr": 2e-3,
+                 "epochs": 4}
 
 RUNS: tuple[Run, ...] = (
     Run("listops-lru-torch", LISTOPS, {**_LISTOPS, "backend": "torch"},
@@ -82,42 +84,44 @@ RUNS: tuple[Run, ...] = (
     Run("listops-lru-jax-slow-decay", LISTOPS, {**_LISTOPS_LONG, "backend": "jax"},
         "the same data, model and steps on the JAX side"),
     Run("pathfinder32-lru-torch", PATHFINDER,
-        dict(task="pathfinder", model="lru", d_model=64, d_state=64, n_layers=2, norm="batch", bidirectional=True,
-             batch_size=32, epochs=2, steps=None, lr=4e-3, recurrence_lr=1e-3, weight_decay=0.05, warmup_steps=50,
+        dict(task="pathfinder", model="lru", d_model=64, n_layers=2, norm="batch",
+             mixer={"d_state": 64, "bidirectional": True}, batch_size=32, epochs=2, steps=None, lr=4e-3, recurrence_lr=1e-3, weight_decay=0.05, warmup_steps=50,
              eval_every=None, eval_batches=None, checkpoint_every=100, workers=1, backend="torch"),
         "20,000 generated Pathfinder-32 images in the loader's 80/10/10 split (L = 1024); bidirectional LRU, 2 layers, "
         "H = N = 64, BatchNorm; 2 epochs of batch 32"),
     Run("pathfinder32-dlr-torch", PATHFINDER,
-        dict(task="pathfinder", model="dlr", d_model=64, d_state=64, n_layers=2, norm="layer", bidirectional=True,
-             batch_size=32, epochs=2, steps=None, lr=2e-3, dt_min=1e-4, dt_max=1e-1, weight_decay=0.05,
+        dict(task="pathfinder", model="dlr", d_model=64, n_layers=2, norm="layer",
+             mixer={"d_state": 64, "bidirectional": True, "dt_min": 1e-4, "dt_max": 1e-1},
+             batch_size=32, epochs=2, steps=None, lr=2e-3, weight_decay=0.05,
              warmup_steps=50, eval_every=None, eval_batches=None, checkpoint_every=100, workers=1, backend="torch"),
         "the same images; bidirectional DLR (conv mode), 2 layers, H = N = 64, LayerNorm; 2 epochs of batch 32"),
     Run("pathfinder32-baseline-dlr-torch", PATHFINDER_EASY,
-        dict(task="pathfinder", model="dlr", data_options={"difficulty": "curv_baseline"}, d_model=64, d_state=64,
-             n_layers=2, norm="layer", bidirectional=True, batch_size=32, epochs=4, steps=None, lr=2e-3, dt_min=1e-4,
-             dt_max=1e-1, weight_decay=0.05, warmup_steps=50, eval_every=None, eval_batches=None,
+        dict(task="pathfinder", model="dlr", data_options={"difficulty": "curv_baseline"}, d_model=64,
+             mixer={"d_state": 64, "bidirectional": True, "dt_min": 1e-4, "dt_max": 1e-1},
+             n_layers=2, norm="layer", batch_size=32, epochs=4, steps=None, lr=2e-3, weight_decay=0.05, warmup_steps=50, eval_every=None, eval_batches=None,
              checkpoint_every=100, workers=1, backend="torch"),
         "20,000 generated Pathfinder-32 images at LRA's easiest difficulty (curv_baseline: paths of 6 paddles, "
         "LRA's Pathfinder task uses 14) in the loader's 80/10/10 split (L = 1024); bidirectional DLR (conv mode), "
         "2 layers, H = N = 64, LayerNorm; 4 epochs of batch 32"),
     Run("sc10-lru-torch", SPEECH,
-        dict(task="sc10", model="lru", data_options={"mfcc": True}, d_model=64, d_state=64, n_layers=2, norm="batch",
-             bidirectional=True, batch_size=16, epochs=10, steps=None, lr=4e-3, recurrence_lr=1e-3, weight_decay=0.05,
-             warmup_steps=20, r_min=0.9, r_max=0.999, eval_every=None, eval_batches=None, checkpoint_every=100,
+        dict(task="sc10", model="lru", data_options={"mfcc": True}, d_model=64, n_layers=2, norm="batch",
+             mixer={"d_state": 64, "bidirectional": True, "r_min": 0.9, "r_max": 0.999},
+             batch_size=16, epochs=10, steps=None, lr=4e-3, recurrence_lr=1e-3, weight_decay=0.05,
+             warmup_steps=20, eval_every=None, eval_batches=None, checkpoint_every=100,
              workers=1, backend="torch"),
         "the espeak-ng corpus in the Speech Commands layout (synthetic speech, not the claim's recordings): the SC10 "
         "words' full-second clips in S4's stratified 70/15/15 split, as 20 MFCCs x 161 frames (L = 161; the raw "
         "16 kHz input costs about 10 s a step here); bidirectional LRU, 2 layers, H = N = 64; 10 epochs of batch 16"),
     Run("subtrees-lru-torch", SUBTREES,
-        dict(task="listops-subtrees", model="lru", d_model=32, d_state=32, n_layers=2, norm="layer", batch_size=8,
-             epochs=4, steps=None, lr=3e-3, recurrence_lr=1.5e-3, weight_decay=0.01, warmup_steps=20,
+        dict(task="listops-subtrees", model="lru", d_model=32, mixer={"d_state": 32}, n_layers=2, norm="layer",
+             batch_size=8, epochs=4, steps=None, lr=3e-3, recurrence_lr=1.5e-3, weight_decay=0.01, warmup_steps=20,
              eval_every=None, eval_batches=None, checkpoint_every=50, workers=1, backend="torch"),
         "400 / 50 / 50 generated ListOpsSubTrees trees (7,000-8,180 tokens, a class at every closing bracket); "
         "LRU, 2 layers, H = N = 32; 4 epochs of batch 8 (200 steps)"),
     Run("segmentation32-dlr-torch", SEGMENTATION,
-        dict(task="pathfinder-segmentation", model="dlr", data_options={"resolution": 32}, d_model=32, d_state=64,
-             n_layers=2, norm="layer", bidirectional=True, batch_size=16, epochs=3, steps=None, lr=1e-3,
-             dt_min=1e-4, dt_max=1e-1, warmup_steps=20, eval_every=None, eval_batches=None, checkpoint_every=100,
+        dict(task="pathfinder-segmentation", model="dlr", data_options={"resolution": 32}, d_model=32,
+             mixer={"d_state": 64, "bidirectional": True, "dt_min": 1e-4, "dt_max": 1e-1},
+             n_layers=2, norm="layer", batch_size=16, epochs=3, steps=None, lr=1e-3, warmup_steps=20, eval_every=None, eval_batches=None, checkpoint_every=100,
              workers=1, backend="torch"),
         "2,400 generated PathfinderSegmentation-32 images in the loader's 80/10/10 split (L = 1024, 3 pixel classes); "
         "bidirectional DLR, 2 layers, H = 32, N = 64; 3 epochs of batch 16"),
@@ -208,7 +212,7 @@ def run_one(run: Run, data_root: Path, runs_root: Path, progress: bool) -> dict:
     out = runs_root / run.name
     results = out / RUN_RESULTS
     # the same run if the stored config reads back equal (a field added later takes its default)
-    reused = results.exists() and TrainConfig.from_dict(read(results, RunRecord).config) == config
+    reused = results.exists() and TrainConfig.from_stored(read(results, RunRecord).config) == config
     tic = time.perf_counter()
     if not reused:
         train(config, out, data=folder, progress=progress, resume=(out / "checkpoint.npz").exists())

@@ -35,7 +35,8 @@ class Checkpoint:
     step: int                      # optimiser steps done; training resumes at batch `step`
     bundle: Bundle                 # the model after `step` updates
     optimizer: dict[str, np.ndarray]  # 'm.<key>', 'v.<key>', 'count'
-    train_config: dict             # the TrainConfig as a dict
+    train_config: dict             # the TrainConfig as a dict (written before mixer tables: flat; see
+                                   # linrnn.tasks.config.nest_legacy)
     extra: dict = field(default_factory=dict)  # the loop's state, JSON ({"best": evaluation})
 
 

@@ -66,7 +66,8 @@ def register_grid(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, help="directory of the run directories")
     parser.add_argument("--json", default=None, help="file for the rows (default OUT/grid.json)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
-                        help="override a TrainConfig field of every run, e.g. --set lr=3e-3 (repeatable)")
+                        help="override a TrainConfig field of every run, e.g. --set lr=3e-3 (repeatable); a mixer "
+                             "field (mixer.FIELD or bare) applies to each model that has it")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(func=run_grid_command)
 
@@ -124,7 +125,7 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
     """Add `linrnn train`: `--config FILE` (TOML or JSON) first, then `--set FIELD=VALUE` and the field
     flags (`--d-model 64`) on top. Values are read as text and checked, so a bad one names its field,
     before any data is read."""
-    from linrnn.tasks.config import TrainConfig
+    from linrnn.tasks.config import MIXER_FIELD_TYPES, TrainConfig
 
     parser = subparsers.add_parser(
         "train", help="train a model on a synthetic or a data task with the torch or the jax side",
@@ -136,7 +137,9 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--data", default=None, help="the data folder of a data task (linrnn data generate/check)")
     parser.add_argument("--cache", default=None, help="the data cache folder (default: beside the data, else the user cache)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
-                        help="override a field (repeatable; data_options.OPTION=VALUE sets one loader option)")
+                        help="override a field (repeatable; mixer.FIELD=VALUE, or a bare FIELD=VALUE that is not a "
+                             "training field, sets a field of the model's mixer; data_options.OPTION=VALUE one "
+                             "loader option)")
     parser.add_argument("--out", default=None, help="run directory (default runs/TASK-MODEL-BACKEND-sSEED)")
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
     parser.add_argument("--dry-run", action="store_true",
@@ -145,21 +148,39 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
                         help="a tiny version of the config (4 steps, width 16, a few batches of the data) through the same code")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     for f in dataclasses.fields(TrainConfig):
+        if f.name == "mixer":       # a table: its fields have flags of their own (below), --set mixer.FIELD
+            continue
         parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, default=None,
                             help=f"{f.name} (default {f.default!r})" if f.default is not dataclasses.MISSING else f.name)
+    for name in MIXER_FIELD_TYPES:
+        parser.add_argument("--" + name.replace("_", "-"), dest=MIXER_FLAG + name, default=None, metavar=name.upper(),
+                            help=f"mixer.{name} (a field of the model's mixer: an error where it has none)")
     parser.set_defaults(func=run_train)
+
+
+MIXER_FLAG = "mixer."       # the dest prefix of the mixer fields' flags
 
 
 def resolve_train_config(args: argparse.Namespace):
     """The run's config: the file, then --set, then the field flags; checked once, as a whole."""
-    from linrnn.tasks.config import TrainConfig, apply_overrides, parse_value
+    from linrnn.tasks.config import (
+        MIXER_FIELD_TYPES,
+        TrainConfig,
+        apply_overrides,
+        parse_value,
+    )
 
     values = TrainConfig.read(args.config) if args.config else {}
     values = apply_overrides(values, args.overrides)
     for f in dataclasses.fields(TrainConfig):
-        text = getattr(args, f.name)
+        text = getattr(args, f.name, None)
         if text is not None:
             values[f.name] = parse_value(f.name, text)
+    for name in MIXER_FIELD_TYPES:
+        text = getattr(args, MIXER_FLAG + name, None)
+        if text is not None:
+            mixer = values.get("mixer") if isinstance(values.get("mixer"), dict) else {}
+            values["mixer"] = {**mixer, name: parse_value(name, text, mixer=True)}
     try:
         return TrainConfig.from_dict(values)
     except LinrnnError as err:

@@ -7,6 +7,12 @@ through the epochs). The same config trains with the PyTorch or the JAX implemen
 same batches in the same order. Every field is checked before any work starts (and before any data is
 read); an error names the field, what was expected and what was found. A config is read from TOML
 (`tasks/configs/*.toml`, whose comments carry the sources) or JSON and written as JSON.
+
+The model's mixer is the config's `mixer` table (TOML: `[mixer]`), built from that model's own config class
+(`linrnn.impls.config.MIXER_CONFIGS`) with the class's checks; a field the model does not have is an error
+that names the field and the model. `--set mixer.FIELD=VALUE` (or a bare `--set FIELD=VALUE` where FIELD is
+no training field) sets one. Configs that linrnn wrote before mixer tables (flat: every model's fields at the
+top level) are read by `TrainConfig.from_stored` / `nest_legacy` as the runs they were.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from linrnn.impls.config import KIND_MODES, MixerConfig, ModelConfig, mixer_config, modes
+from linrnn.impls.config import KIND_MODES, MIXER_CONFIGS, MixerConfig, ModelConfig, modes
 from linrnn.impls.errors import LinrnnError
 from linrnn.tasks.datatasks import DATA_TASKS, DataTask, loader_options
 from linrnn.tasks.synthetic import TASKS, make_task
@@ -42,24 +48,17 @@ class TrainConfig:
     data_options: dict = field(default_factory=dict)  # data tasks: options of the loader (docs/data.md)
     # the model (docs/models.md's deep model; synthetic tasks: pooling 'none', the last L_out outputs are scored)
     model: str = "dlr"             # one of MODELS
-    d_model: int = 32              # H
-    d_state: int = 64              # N (RotRNN: per head; attention has no state and ignores it)
-    heads: int = 8                 # RotRNN and attention (heads of d_model / heads features)
+    d_model: int = 32              # H (the width of every block and of its mixer)
     n_layers: int = 1              # residual blocks
     norm: str = "layer"            # layer or batch
     prenorm: bool = True           # pre- or post-norm
     dropout: float = 0.0           # time-shared dropout rate
-    bidirectional: bool = False    # every mixer also runs backwards in time (docs/models.md)
     pooling: str = "mean"          # data classification / retrieval: mean over the true length, or last
-    dt_min: float = 1e-5           # DLR, S4D, S5: Delta log-uniform in [dt_min, dt_max] (DLR's synthetic-task setting)
-    dt_max: float = 1e-5
-    max_kernel_length: int | None = None  # DLR: kernel length L_k = min(this, L) (None: the whole input length)
-    window: int | None = None      # attention: local windows of this many positions (None: full attention)
-    r_min: float = 0.9             # LRU ring
-    r_max: float = 0.999
-    gamma_min: float = 0.9         # RotRNN decays
-    gamma_max: float = 0.999
-    max_phase: float = 2 * math.pi  # LRU and RotRNN: initial phases in [0, max_phase] (Path-X: pi / 10)
+    # the model's own mixer: the fields of its config class (linrnn.impls.config.MIXER_CONFIGS[model]) but
+    # d_model, e.g. {"d_state": 256, "r_min": 0.0} for the LRU (the [mixer] table of a TOML file). A field the
+    # model does not have is an error; one not given takes TRAIN_MIXER_DEFAULTS, else the class's default.
+    # Resolved on construction: every field of the model's mixer, in the class's order (docs/training.md).
+    mixer: dict = field(default_factory=dict)
     # the optimiser (AdamW; recurrence parameters in their own group without weight decay)
     lr: float = 1e-3               # peak learning rate of every other parameter
     recurrence_lr: float | None = None  # peak learning rate of the recurrence parameters (RECURRENCE_KEYS; None: lr)
@@ -112,6 +111,9 @@ class TrainConfig:
             fail("task", f"a synthetic task ({', '.join(TASKS)}) or a data task ({', '.join(DATA_TASKS)})")
         if self.model not in MODELS:
             fail("model", f"one of {', '.join(MODELS)}")
+        if not isinstance(self.mixer, dict):
+            fail("mixer", f"a table of the {self.model} mixer's fields")
+        object.__setattr__(self, "mixer", mixer_table(self.model, self.mixer))
         if self.backend not in BACKENDS:
             fail("backend", f"one of {', '.join(BACKENDS)}")
         if self.dtype not in ("float32", "float64"):
@@ -125,16 +127,15 @@ class TrainConfig:
             fail("schedule", "cosine or constant")
         if self.pooling not in ("mean", "last"):
             fail("pooling", "mean or last")
-        for name in ("d_model", "d_state", "heads", "n_layers", "batch_size", "devices"):
+        for name in ("d_model", "n_layers", "batch_size", "devices"):
             integer(name, 1)
-        for name in ("steps", "epochs", "eval_every", "eval_batches", "patience", "checkpoint_every",
-                     "max_kernel_length", "window"):
+        for name in ("steps", "epochs", "eval_every", "eval_batches", "patience", "checkpoint_every"):
             if getattr(self, name) is not None:
                 integer(name, 1)
         integer("warmup_steps", 0)
         integer("seed", 0)
         integer("workers", 0)
-        for name in ("prenorm", "bidirectional", "autocast", "grad_checkpointing"):
+        for name in ("prenorm", "autocast", "grad_checkpointing"):
             if not isinstance(getattr(self, name), bool) and not (name == "autocast" and self.autocast is None):
                 fail(name, "true or false" + (" or null" if name == "autocast" else ""))
         if not isinstance(self.data_options, dict):
@@ -153,11 +154,10 @@ class TrainConfig:
         number("beta2", 0.0, 0.999999999)
         number("eps", 0.0, 1.0)
         number("grad_clip", 1e-12, 1e12, optional=True)
-        number("max_phase", 0.0, 2 * math.pi)
-        if self.max_kernel_length is not None and self.model != "dlr":
-            fail("max_kernel_length", f"null for model {self.model} (a DLR option)")
-        if self.window is not None and self.model != "attention":
-            fail("window", f"null for model {self.model} (an attention option)")
+        if "max_phase" in self.mixer:   # LRU and RotRNN: phases on at most the whole circle
+            v = self.mixer["max_phase"]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= 2 * math.pi:
+                raise LinrnnError(f"mixer.max_phase: expected a number in [0, {2 * math.pi:g}], found {v!r}")
         if self.is_data_task:
             if self.length is not None:
                 fail("length", f"null for the data task {self.task} (its L is the loader's: data_options)")
@@ -202,15 +202,8 @@ class TrainConfig:
         return self.mode or {"dlr": "conv", "s4d": "conv", "attention": "chunked"}.get(self.model, "scan")
 
     def mixer_config(self) -> MixerConfig:
-        ranges = {"rotrnn": {"gamma_min": self.gamma_min, "gamma_max": self.gamma_max, "max_phase": self.max_phase},
-                  "lru": {"r_min": self.r_min, "r_max": self.r_max, "max_phase": self.max_phase},
-                  "dlr": {"dt_min": self.dt_min, "dt_max": self.dt_max,
-                          "max_kernel_length": self.max_kernel_length},
-                  "s4d": {"dt_min": self.dt_min, "dt_max": self.dt_max},
-                  "s5": {"dt_min": self.dt_min, "dt_max": self.dt_max},
-                  "attention": {"window": self.window}}[self.model]
-        return mixer_config(self.model, self.d_model, self.d_state, heads=self.heads,
-                            bidirectional=self.bidirectional, **ranges)
+        """The model's mixer: its own config class, of width d_model, with the fields of `mixer` (and its checks)."""
+        return MIXER_CONFIGS[self.model](d_model=self.d_model, **self.mixer)
 
     def model_config(self, d_input: int | None = None, vocab_size: int | None = None) -> ModelConfig:
         """The deep model of this run. Synthetic tasks: from the task's spec. Data tasks: `d_input`
@@ -243,9 +236,26 @@ class TrainConfig:
             raise LinrnnError(f"{where}: expected a table of fields, found {type(data).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - names)
+        misplaced = [name for name in unknown if name in MIXER_FIELD_TYPES]
+        if misplaced:
+            model = data.get("model", cls.model)
+            has = mixer_fields(model) if model in MIXER_CONFIGS else {}
+            why = ("; as linrnn wrote configs before mixer tables: move the model's own fields into \"mixer\" and "
+                   "drop the other models'" if "mixer" not in data and set(LEGACY_MIXER_FIELDS) <= set(data) else "")
+            lacks = [name for name in misplaced if name not in has]
+            raise LinrnnError(f"{where}: {', '.join(misplaced)}: mixer fields go in the mixer table ([mixer] in TOML, "
+                              f"\"mixer\" in JSON, --set mixer.FIELD=VALUE)"
+                              + (f"; model {model} has no field {', '.join(lacks)} (its fields: "
+                                 f"{', '.join(has)})" if lacks and has else "") + why)
         if unknown:
             raise LinrnnError(f"{where}: unknown field(s) {', '.join(unknown)}")
         return cls(**data)
+
+    @classmethod
+    def from_stored(cls, data: Any, where: str = "config") -> TrainConfig:
+        """A config that linrnn itself wrote (a checkpoint, a run's config.json or results.json, a stored record),
+        in either form: nested, or flat as written before mixer tables (`nest_legacy`)."""
+        return cls.from_dict(nest_legacy(data), where)
 
     @classmethod
     def read(cls, path: str | os.PathLike) -> dict[str, Any]:
@@ -261,7 +271,10 @@ class TrainConfig:
             raise LinrnnError(f"--config: cannot read {path}: {err}") from None
         if not isinstance(data, dict):
             raise LinrnnError(f"--config: {path}: expected a table of fields, found {type(data).__name__}")
-        return {k: None if v == "none" and k in OPTIONAL else v for k, v in data.items()}
+        values = {k: None if v == "none" and k in OPTIONAL else v for k, v in data.items()}
+        if isinstance(values.get("mixer"), dict):
+            values["mixer"] = {k: None if v == "none" and k in MIXER_OPTIONAL else v for k, v in values["mixer"].items()}
+        return values
 
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> "TrainConfig":
@@ -279,13 +292,67 @@ class TrainConfig:
 FIELD_TYPES: dict[str, Any] = typing.get_type_hints(TrainConfig)
 OPTIONAL = {name for name, hint in FIELD_TYPES.items() if type(None) in typing.get_args(hint)}
 
+# A mixer field that a run does not give takes this training default where the model has the field (the
+# synthetic tasks' settings, which the flat config of earlier versions gave every model: a state of 64, 8 heads,
+# DLR's Delta = 1e-5 for DLR, S4D and S5), else its config class's default.
+TRAIN_MIXER_DEFAULTS: dict[str, Any] = {"d_state": 64, "heads": 8, "dt_min": 1e-5, "dt_max": 1e-5}
+# The mixer fields of the flat config of earlier versions, each applied to the models that have it (`nest_legacy`)
+LEGACY_MIXER_FIELDS = ("d_state", "heads", "bidirectional", "dt_min", "dt_max", "max_kernel_length", "window",
+                       "r_min", "r_max", "gamma_min", "gamma_max", "max_phase")
 
-def parse_value(name: str, text: str) -> Any:
-    """A field's value from its text (command line, `--set`): typed by the field's annotation; 'none'
-    or 'null' for an optional field is None; data_options takes a JSON object."""
+
+def mixer_fields(model: str) -> dict[str, dataclasses.Field]:
+    """The fields of `model`'s mixer config class that a training config sets: all but d_model (the config's)."""
+    return {f.name: f for f in dataclasses.fields(MIXER_CONFIGS[model]) if f.name != "d_model"}
+
+
+# every model's mixer fields with their annotations (a name means the same in every class that has it)
+MIXER_FIELD_TYPES: dict[str, Any] = {name: typing.get_type_hints(cls)[name] for cls in MIXER_CONFIGS.values()
+                                     for name in mixer_fields(cls.kind)}
+MIXER_OPTIONAL = {name for name, hint in MIXER_FIELD_TYPES.items() if type(None) in typing.get_args(hint)}
+
+
+def mixer_table(model: str, given: dict[str, Any]) -> dict[str, Any]:
+    """Every mixer field of `model` (in its class's order): the `given` ones, the others TRAIN_MIXER_DEFAULTS or the
+    class's default. A given field the model does not have is a `LinrnnError` naming it and the model; the values
+    are checked by the class (`TrainConfig.mixer_config`)."""
+    fields = mixer_fields(model)
+    unknown = [name for name in given if name not in fields]
+    if unknown:
+        hint = "; d_model is the training config's, not the mixer table's" if "d_model" in unknown else ""
+        raise LinrnnError(f"mixer: model {model} has no field {', '.join(unknown)} "
+                          f"(its fields: {', '.join(fields)}){hint}")
+    return {name: given[name] if name in given else TRAIN_MIXER_DEFAULTS.get(name, f.default)
+            for name, f in fields.items()}
+
+
+def mixer_subset(model: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """The `fields` that `model`'s mixer has: for settings given once for several models (a grid's `--set`, the
+    sizes of `--smoke`), each applied where it exists."""
+    own = mixer_fields(model)
+    return {name: value for name, value in fields.items() if name in own}
+
+
+def nest_legacy(data: Any) -> Any:
+    """A config dict as linrnn wrote it before mixer tables (flat: every model's mixer fields at the top level,
+    the unused ones ignored) in the nested form, with the fields its model used; a nested one (or anything
+    that is not a dict with a known model) is returned as it is."""
+    if not isinstance(data, dict) or "mixer" in data:
+        return data
+    model = data.get("model", TrainConfig.model)
+    if model not in MIXER_CONFIGS:
+        return data
+    given = {k: data[k] for k in LEGACY_MIXER_FIELDS if k in data}
+    rest = {k: v for k, v in data.items() if k not in LEGACY_MIXER_FIELDS}
+    return {**rest, "mixer": mixer_table(model, mixer_subset(model, given))}
+
+
+def parse_value(name: str, text: str, mixer: bool = False) -> Any:
+    """A field's value from its text (command line, `--set`): typed by the field's annotation (`mixer`: a mixer
+    field's); 'none' or 'null' for an optional field is None; data_options takes a JSON object."""
     flag = f"--{name.replace('_', '-')}"
-    hint = FIELD_TYPES[name]
-    if text.strip().lower() in ("none", "null") and name in OPTIONAL:
+    hint = (MIXER_FIELD_TYPES if mixer else FIELD_TYPES)[name]
+    if text.strip().lower() in ("none", "null") and name in (MIXER_OPTIONAL if mixer else OPTIONAL):
         return None
     kinds = [t for t in typing.get_args(hint) if t is not type(None)] or [hint]
     kind = kinds[0]
@@ -318,16 +385,30 @@ def _option_value(text: str) -> Any:
 
 
 def apply_overrides(values: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """`FIELD=VALUE` items applied to a dict of fields, each field name and value checked."""
+    """`FIELD=VALUE` items applied to a dict of fields, each field name and value checked.
+
+    `mixer.FIELD=VALUE` sets a field of the model's mixer; a bare `FIELD=VALUE` whose FIELD is not a training
+    field but a mixer field of some model does the same (the model decides, once the config is whole, whether
+    it has that field: a field it lacks is an error naming both). `data_options.OPTION=VALUE` sets one option."""
     values = dict(values)
     for item in overrides:
         name, sep, text = item.partition("=")
         name = name.strip().replace("-", "_")
         head, dot, option = name.partition(".")
-        if not sep or head not in FIELD_TYPES or (dot and head != "data_options"):
-            raise LinrnnError(f"--set: expected FIELD=VALUE with FIELD a TrainConfig field (or "
-                              f"data_options.OPTION), found {item!r}")
-        if dot:
+        if not dot and head not in FIELD_TYPES and head in MIXER_FIELD_TYPES:
+            head, dot, option = "mixer", ".", head
+        if not sep or head not in FIELD_TYPES or (dot and head not in ("data_options", "mixer")) or (dot and not option):
+            raise LinrnnError(f"--set: expected FIELD=VALUE with FIELD a TrainConfig field, mixer.FIELD (a field of "
+                              f"the model's mixer) or data_options.OPTION, found {item!r}")
+        if dot and head == "mixer":
+            mixer = values.get("mixer") if isinstance(values.get("mixer"), dict) else {}
+            try:
+                value = (parse_value(option, text.strip(), mixer=True) if option in MIXER_FIELD_TYPES
+                         else _option_value(text.strip()))   # no model has it: the model's check names it
+            except LinrnnError as err:   # name the flag that was given
+                raise LinrnnError(str(err).replace(f"--{option.replace('_', '-')}", f"--set {name}", 1)) from None
+            values["mixer"] = {**mixer, option: value}
+        elif dot:
             values["data_options"] = {**values.get("data_options", {}), option: _option_value(text.strip())}
         else:
             try:

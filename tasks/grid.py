@@ -7,6 +7,9 @@ Every run is `linrnn.tasks.train.train` with a `TrainConfig` built as
 
     TrainConfig defaults  <-  COMMON  <-  model_defaults(model, length)  <-  **train_overrides
 
+(model_defaults and the `mixer` override fill the model's mixer table; a `mixer` field given to the
+whole grid applies to each of its models that has it)
+
 in its own directory `out_dir/<task>-<model>-<backend>-L<length>-s<seed>/` (config.json, metrics.jsonl,
 checkpoint.npz, results.json). A run that diverges (`TrainingDiverged`) gives a row with status
 "diverged", its message and no metrics; the grid goes on.
@@ -44,7 +47,7 @@ from typing import Any
 
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.specs import spec
-from linrnn.tasks.config import BACKENDS, MODELS, TrainConfig
+from linrnn.tasks.config import BACKENDS, MODELS, TrainConfig, mixer_fields, mixer_subset
 from linrnn.tasks.synthetic import TASKS
 from linrnn.tasks.train import TrainingDiverged, train
 
@@ -74,16 +77,18 @@ def modes(length: int) -> int:
 
 
 def model_defaults(model: str, length: int) -> dict[str, Any]:
-    """The state size and the initialisation ranges of `model` at task length L (module docstring)."""
+    """The state size and the initialisation ranges of `model` at task length L (module docstring): fields of
+    its mixer table, from its spec (`ModelSpec.task_defaults`)."""
     if model not in MODELS:
         raise LinrnnError(f"model: expected one of {', '.join(MODELS)}, found {model!r}")
-    return spec(model).task_defaults(modes(length))     # each model's spec (`ModelSpec.task_defaults`)
+    return spec(model).task_defaults(modes(length))
 
 
 def grid_config(task: str, model: str, backend: str, length: int, steps: int, seed: int = 0,
-                **train_overrides) -> TrainConfig:
-    """The resolved TrainConfig of one grid run (TrainConfig checks every field)."""
-    values: dict[str, Any] = {**COMMON, **model_defaults(model, length),
+                mixer: dict[str, Any] | None = None, **train_overrides) -> TrainConfig:
+    """The resolved TrainConfig of one grid run (TrainConfig checks every field). `mixer`: fields of the model's
+    mixer over model_defaults (a field the model does not have is an error)."""
+    values: dict[str, Any] = {**COMMON, "mixer": {**model_defaults(model, length), **(mixer or {})},
                               "warmup_steps": int(WARMUP_FRACTION * steps),
                               "eval_every": max(1, steps // EVALUATIONS), "checkpoint_every": steps}
     values.update(train_overrides)
@@ -118,7 +123,8 @@ def _check_names(kind: str, names: Iterable[str], valid: Iterable[str]) -> list[
 
 def run_grid(tasks: Iterable[str], models: Iterable[str], backend: str, length: int, steps: int,
              out_dir: str | Path, seeds: Iterable[int] = (0,),
-             progress: Callable[[int, int, str], None] | None = None, **train_overrides) -> list[dict]:
+             progress: Callable[[int, int, str], None] | None = None, mixer: dict[str, Any] | None = None,
+             **train_overrides) -> list[dict]:
     """Train every task x model x seed (in that order) and return one summary row per run.
 
     tasks, models     names from TASKS and MODELS
@@ -127,6 +133,8 @@ def run_grid(tasks: Iterable[str], models: Iterable[str], backend: str, length: 
     out_dir           one run directory per run is made under it
     seeds             the runs' seeds (task stream, initialisation, dropout)
     progress          progress(done, total, what), called before each run and once at the end
+    mixer             mixer fields over model_defaults, each applied to the models that have it (e.g.
+                      {"d_state": 128}: every model but attention); one that no model of the grid has is an error
     train_overrides   TrainConfig fields that replace the defaults (e.g. lr=1e-3, n_layers=2)
 
     Row: task, model, backend, length, seed, steps, status ("ok" | "diverged"), error, seconds,
@@ -140,8 +148,12 @@ def run_grid(tasks: Iterable[str], models: Iterable[str], backend: str, length: 
     seeds = list(seeds)
     if not seeds:
         raise LinrnnError("seeds: expected at least one seed")
+    mixer = dict(mixer or {})
+    unused = [name for name in mixer if not any(name in mixer_fields(m) for m in models)]
+    if unused:
+        raise LinrnnError(f"mixer: no model of the grid ({', '.join(models)}) has the field {', '.join(unused)}")
     # Every config is built (and checked) before the first run starts: a bad override fails at once.
-    configs = [grid_config(t, m, backend, length, steps, s, **train_overrides)
+    configs = [grid_config(t, m, backend, length, steps, s, mixer=mixer_subset(m, mixer), **train_overrides)
                for t in tasks for m in models for s in seeds]
     out_dir = Path(out_dir)
     rows = []

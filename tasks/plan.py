@@ -20,13 +20,14 @@ import math
 import os
 
 from linrnn.impls.bundle import model_shapes
-from linrnn.tasks.config import TrainConfig
+from linrnn.tasks.config import TrainConfig, mixer_subset
 from linrnn.tasks.datatasks import nominal_length
 from linrnn.tasks.synthetic import TASKS
 
 ACTIVATIONS_PER_BLOCK = 12    # B L H tensors kept per block for the backward (see the module docstring)
-SMOKE = dict(d_model=16, d_state=8, heads=2, n_layers=2, steps=4, epochs=None, batch_size=4, eval_every=None,
+SMOKE = dict(d_model=16, n_layers=2, steps=4, epochs=None, batch_size=4, eval_every=None,
              eval_batches=2, checkpoint_every=None, warmup_steps=1)
+SMOKE_MIXER = {"d_state": 8, "heads": 2}   # applied to the mixer fields the model has
 SMOKE_TRAIN_EXAMPLES = 64     # --smoke reads this many train examples (the first, in file order)
 
 
@@ -34,6 +35,7 @@ def smoke(config: TrainConfig) -> TrainConfig:
     """The same config, tiny: width 16, state 8 (RotRNN: 2 heads of 8), at most 2 layers, 4 steps of
     batch 4 (a multiple of `devices`), 2 evaluation batches per split, on the data's real lengths."""
     values = {**config.to_dict(), **SMOKE}
+    values["mixer"] = {**config.mixer, **mixer_subset(config.model, SMOKE_MIXER)}
     values["n_layers"] = min(config.n_layers, SMOKE["n_layers"])
     values["batch_size"] = max(SMOKE["batch_size"] // config.devices, 1) * config.devices
     if not config.is_data_task:

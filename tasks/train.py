@@ -56,7 +56,7 @@ from linrnn.impls.init import init
 from linrnn.impls.results import RUN_RESULTS, RunRecord, write
 from linrnn.tasks import checkpoint as ckpt_io
 from linrnn.tasks import datatasks
-from linrnn.tasks.config import RESUMABLE_CHANGES, TrainConfig
+from linrnn.tasks.config import RESUMABLE_CHANGES, TrainConfig, nest_legacy
 from linrnn.tasks.datatasks import ModelBatch
 from linrnn.tasks.metrics import regression_metrics
 from linrnn.tasks.schedule import lr_factor
@@ -247,6 +247,7 @@ def _truncate_log(path: Path, last_step: int) -> None:
 
 
 def _same_run(saved: dict, config: TrainConfig) -> list[str]:
+    saved = nest_legacy(saved)      # a checkpoint written before mixer tables: the fields its model used
     now = config.to_dict()
     return sorted(k for k in now if k not in RESUMABLE_CHANGES and saved.get(k) != now[k])
 

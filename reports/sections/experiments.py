@@ -29,6 +29,7 @@ from linrnn.reports import plots
 from linrnn.impls.results import ExperimentRecord
 from linrnn.reports.results import read_stored
 from linrnn.reports.sections.training_reduced import _is_number
+from linrnn.tasks.config import nest_legacy
 
 NAME = "experiments"
 TITLE = "Experiments: the empirical claims at this machine's scale"
@@ -78,6 +79,13 @@ def check_stored(record) -> str | None:
     return None
 
 
+def _mixer_field(config: dict, name: str):
+    """A field of a stored run's mixer: its config's mixer table, or, in a record written before mixer tables, the
+    flat field (where its model has it); None where it has none (attention's d_state)."""
+    mixer = nest_legacy(config).get("mixer")
+    return mixer.get(name) if isinstance(mixer, dict) else None
+
+
 def load_stored(directory: Path) -> tuple[list[dict], list[list[str]]]:
     """Every valid stored record in `directory` with its cells, and [file, reason] for the rest."""
     files, skipped = read_stored(directory, STORED_GLOB, ExperimentRecord, check_stored)
@@ -86,7 +94,7 @@ def load_stored(directory: Path) -> tuple[list[dict], list[list[str]]]:
         keys = experiments.table_keys(record)
         # d_state: the state size of each run (long-shift's verdict compares L with DLR's N)
         runs = [{**{k: run.get(k) for k in keys}, **{k: run.get(k) for k in RUN_KEYS},
-                 "d_state": run["config"].get("d_state")} for run in record["runs"]]
+                 "d_state": _mixer_field(run["config"], "d_state")} for run in record["runs"]]
         training = record.get("training_seconds")                   # absent from older records
         stored.append({"file": path.name, **{k: record[k] for k in RECORD_SHAPE if k != "runs"},
                        "training_seconds": training if _is_number(training) else None,

@@ -32,10 +32,10 @@ TINY_LISTOPS = DataSet("listops-tiny", "listops", dict(n_train=24, n_val=8, n_te
 def tiny_jobs(quick: bool) -> list[claims.Job]:
     synthetic = [claims.Job({"task": "cumsum", "model": "dlr", "norm": norm, "seed": 0},
                             grid_config("cumsum", "dlr", "torch", 8, 3, 0, n_layers=1, d_model=8,
-                                        prenorm=norm == "pre", d_state=8, eval_batches=1).to_dict())
+                                        prenorm=norm == "pre", mixer={"d_state": 8}, eval_batches=1).to_dict())
                  for norm in ("pre", "post")]
     data = claims.Job({"task": "listops", "model": "lru", "norm": "pre", "seed": 0},
-                      dict(task="listops", model="lru", d_model=8, d_state=4, n_layers=1, batch_size=8, steps=3,
+                      dict(task="listops", model="lru", d_model=8, mixer={"d_state": 4}, n_layers=1, batch_size=8, steps=3,
                            eval_every=None, eval_batches=None, checkpoint_every=None, backend="torch"), TINY_LISTOPS)
     return synthetic + [data]
 
@@ -394,10 +394,11 @@ def test_d2_runs_three_seeds_at_the_lengths_that_fit_with_the_state_size_fixed_a
     assert [j.config["length"] for j in jobs] == sorted(j.config["length"] for j in jobs)     # longest last
     for job in jobs:
         config = TrainConfig(**job.config)
-        modes = config.d_state * config.heads // 2 if config.model == "rotrnn" else config.d_state
+        mixer = config.mixer_config()
+        modes = mixer.d_state * mixer.heads // 2 if config.model == "rotrnn" else mixer.d_state
         assert modes == claims.D2_STATE and config.n_layers == 1 and config.batch_size == 4
-        dt = (config.dt_min, config.dt_max)
         if config.model == "dlr":
+            dt = (mixer.dt_min, mixer.dt_max)
             assert dt == ((1e-5, 1e-5) if job.labels["init"] == "synthetic" else (1e-4, 1e-1))
     record = {"factor": "length", "runs": d2_runs({1024: 1.0, 2048: 1.0, 4096: 1.0})}
     assert claims.table_keys(record) == ("task", "model", "init", "length")
@@ -409,11 +410,19 @@ def envelope(command: str, machine: dict) -> results.Envelope:
                             command=command, code_version="0.2.0+gtest")
 
 
-def test_d2_settles_from_a_stored_record_as_the_report_reads_it(tmp_path):
-    """Through the report's reader: the runs' state size comes from their configs."""
+def _flat(config: dict) -> dict:
+    """A config as records held it before mixer tables: the mixer's fields at the top level."""
+    return {**{k: v for k, v in config.items() if k != "mixer"}, **config["mixer"]}
+
+
+@pytest.mark.parametrize("form", ["nested", "flat"])
+def test_d2_settles_from_a_stored_record_as_the_report_reads_it(tmp_path, form):
+    """Through the report's reader: the runs' state size comes from their configs (mixer tables, or the flat
+    configs of records written before them)."""
     jobs = claims.d2_jobs(False)
     values = {1024: 0.995, 2048: 0.96, 4096: 0.3}
-    runs = [{"name": j.name, **j.labels, "config": j.config, "status": "ok", "metric": "r2",
+    runs = [{"name": j.name, **j.labels, "config": j.config if form == "nested" else _flat(j.config), "status": "ok",
+             "metric": "r2",
              "value": values[j.labels["length"]] + SPREAD[j.labels["seed"]] / 10, "steps": 800,
              "seconds_per_step": 0.5} for j in jobs]
     experiment = claims.EXPERIMENTS["long-shift"]

@@ -22,7 +22,7 @@ from linrnn.tasks.config import TrainConfig
 TINY = rt.Run(
     "listops-tiny",
     rt.DataSet("listops-tiny", "listops", dict(n_train=32, n_val=8, n_test=8, workers=1)),
-    dict(task="listops", model="lru", d_model=8, d_state=4, n_layers=1, batch_size=8, epochs=None, steps=3,
+    dict(task="listops", model="lru", d_model=8, mixer={"d_state": 4}, n_layers=1, batch_size=8, epochs=None, steps=3,
          dtype="float64", eval_every=None, eval_batches=None, checkpoint_every=None, backend="torch"),
     "32 / 8 / 8 generated ListOps expressions; LRU, 1 layer, H = 8, N = 4; 3 steps of batch 8")
 FILE_KEYS = {"schema_version", "kind", "command", "date", "machine", "libraries", "code_version", "runs"}

@@ -93,7 +93,8 @@ def test_the_model_and_the_training_adapter_enter_the_scope_for_float64():
     from linrnn.tasks.jax_adapter import Adapter
     from linrnn.tasks.datatasks import ModelBatch
 
-    cfg = TrainConfig(task="shift", length=16, model="lru", d_model=4, d_state=4, dtype="float64", backend="jax")
+    cfg = TrainConfig(task="shift", length=16, model="lru", d_model=4, mixer={"d_state": 4}, dtype="float64",
+                      backend="jax")
     bundle = init(cfg.model_config(), 0)
     x = np.random.default_rng(1).standard_normal((2, 16, cfg.model_config().d_input))
     ref = reference_forward(bundle, x, None, "sequential")

@@ -168,6 +168,7 @@ def test_only_the_claims_with_a_full_scale_setting_carry_its_commands():
 
 
 def test_d2_full_scale_runs_are_grid_commands_whose_configs_resolve_at_every_length():
+    from linrnn.tasks.config import apply_overrides
     from linrnn.tasks.grid import grid_config
 
     command = row(ledger.build({}), "D2")["full_scale"]
@@ -179,10 +180,10 @@ def test_d2_full_scale_runs_are_grid_commands_whose_configs_resolve_at_every_len
         words = run.split()
         assert words[:3] == ["linrnn", "tasks", "grid"], run
         options = dict(zip(words[3::2], words[4::2]))          # the last --set wins here; not used below
-        fields = dict(words[i + 1].split("=") for i, w in enumerate(words) if w == "--set")
-        for length in lengths:
+        overrides = apply_overrides({}, [words[i + 1] for i, w in enumerate(words) if w == "--set"])
+        for length in lengths:       # a mixer field (d_state, dt_min) lands in the mixer table of the run's model
             config = grid_config("shift", options["--models"], "torch", int(length), int(options["--steps"]),
-                                 **{k: float(v) if "." in v or "e" in v else int(v) for k, v in fields.items()})
+                                 **overrides)
             assert config.batch_size == 4 and config.lr == 1e-5
 
 

@@ -1,4 +1,5 @@
-"""`linrnn tasks sample`: the file it writes, its one printed line, and its one-line errors.
+"""`linrnn tasks sample`: the file it writes, its one printed line, and its one-line errors; `linrnn train --set`
+with the fields of the model's mixer.
 
 Most tests drive `register` through a local parser, as `linrnn.cli` does, so they run while
 other areas' `cli` modules are still missing; the tests through `main` skip until those exist.
@@ -7,6 +8,7 @@ other areas' `cli` modules are still missing; the tests through `main` skip unti
 from __future__ import annotations
 
 import argparse
+import json
 import os
 
 import numpy as np
@@ -108,3 +110,63 @@ def test_main_turns_bad_values_into_one_line_and_status_2(main, tmp_path, capsys
 def test_main_turns_unwritable_out_into_status_2(main, tmp_path, capsys):
     assert main(sample_argv(tmp_path / "no" / "x.npz")) == 2
     assert capsys.readouterr().err.startswith("linrnn tasks: error: --out: expected a writable file path")
+
+
+# ---------------------------------------------------------------------------------------------
+# `linrnn train --set`: a mixer field is the model's own (mixer.FIELD, or bare when it is not a training field)
+
+LISTOPS_LRU = os.path.join(os.path.dirname(__file__), "..", "..", "tasks", "configs", "listops-lru.toml")
+
+
+def dry_run(main, capsys, *argv) -> tuple[int, dict | None, str]:
+    code = main(["train", "--dry-run", *argv])
+    captured = capsys.readouterr()
+    out = captured.out
+    return code, json.loads(out[:out.index("\n}") + 2]) if code == 0 else None, captured.err
+
+
+@pytest.mark.parametrize("flags", [["--set", "gamma_min=0.5", "--set", "dt_min=0.3"],
+                                   ["--set", "mixer.gamma_min=0.5", "--set", "mixer.dt_min=0.3"]],
+                         ids=["bare", "nested"])
+def test_train_refuses_a_mixer_field_the_model_lacks_in_one_line(main, capsys, flags):
+    code, _, err = dry_run(main, capsys, "--config", LISTOPS_LRU, *flags)
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("linrnn train: error: ") and "gamma_min" in err and "dt_min" in err and "model lru" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--model", "attention", "--set", "d_state=8"], "mixer: model attention has no field d_state"),
+    (["--model", "lru", "--set", "mixer.colour=red"], "mixer: model lru has no field colour"),
+    (["--model", "lru", "--set", "mixer.d_model=8"], "d_model is the training config's, not the mixer table's"),
+    (["--model", "lru", "--set", "mixer.r_min=low"], "--set mixer.r_min: expected a number, found 'low'"),
+    (["--model", "lru", "--set", "r_min=1.5"], "LRUConfig.r_min: expected a value in [0.0, 1.0)"),
+    (["--model", "lru", "--set", "mixer.=1"], "--set: expected FIELD=VALUE with FIELD a TrainConfig field, mixer"),
+    (["--model", "lru", "--gamma-min", "0.5"], "mixer: model lru has no field gamma_min"),
+    (["--model", "lru", "--d-state", "x"], "--d-state: expected an integer, found 'x'"),
+])
+def test_train_names_a_bad_mixer_field_or_value(main, capsys, argv, message):
+    code, _, err = dry_run(main, capsys, *argv)
+    assert code == 2 and err.count("\n") == 1 and message in err, err
+
+
+def test_train_applies_nested_and_bare_mixer_fields_over_the_file(main, capsys):
+    code, resolved, _ = dry_run(main, capsys, "--config", LISTOPS_LRU, "--set", "mixer.r_min=0.5", "--set",
+                                "r_max=0.6", "--set", "d_model=64", "--max-phase", "3.0")
+    assert code == 0 and resolved["d_model"] == 64
+    assert resolved["mixer"] == {"d_state": 256, "bidirectional": True, "r_min": 0.5, "r_max": 0.6, "max_phase": 3.0}
+    # a field not given takes the training default where the model has it (d_state 64, Delta 1e-5), else the
+    # mixer class's own (S4D's init)
+    code, resolved, _ = dry_run(main, capsys, "--model", "s4d", "--set", "mixer.init=inv")
+    assert code == 0 and resolved["mixer"] == {"d_state": 64, "bidirectional": False, "init": "inv", "dt_min": 1e-5,
+                                               "dt_max": 1e-5}
+
+
+def test_a_baseline_trains_on_a_paper_models_file_whose_mixer_fields_it_has_or_on_an_emptied_table(main, capsys):
+    dlr_file = LISTOPS_LRU.replace("listops-lru", "listops-dlr")
+    code, resolved, _ = dry_run(main, capsys, "--config", dlr_file, "--set", "model=s4d")
+    assert code == 0 and resolved["mixer"]["dt_min"] == 1e-4 and resolved["mixer"]["init"] == "lin"
+    code, _, err = dry_run(main, capsys, "--config", LISTOPS_LRU, "--set", "model=s4d")
+    assert code == 2 and "mixer: model s4d has no field r_min, r_max, max_phase" in err
+    code, resolved, _ = dry_run(main, capsys, "--config", LISTOPS_LRU, "--set", "model=attention", "--set", "mixer={}",
+                                "--set", "mixer.heads=4", "--set", "window=64")
+    assert code == 0 and resolved["mixer"] == {"heads": 4, "bidirectional": False, "window": 64}

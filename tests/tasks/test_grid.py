@@ -63,7 +63,8 @@ def test_cli_prints_the_table_and_writes_the_rows(tmp_path, capsys):
     out, rows_file = tmp_path / "runs", tmp_path / "rows.json"
     status = main(["tasks", "grid", "--tasks", "shift,context_shift", "--models", "dlr,rotrnn", "--length", "8",
                    "--steps", "3", "--out", str(out), "--json", str(rows_file), "--quiet",
-                   "--set", "d_model=8", "--set", "batch_size=2", "--set", "eval_batches=1"])
+                   "--set", "d_model=8", "--set", "batch_size=2", "--set", "eval_batches=1",
+                   "--set", "mixer.d_state=6", "--set", "gamma_max=0.99995"])
     assert status == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["task", "model", "seed", "R^2", "MSE", "ms/step"]
@@ -73,6 +74,10 @@ def test_cli_prints_the_table_and_writes_the_rows(tmp_path, capsys):
     record = results.to_dict(results.read(rows_file, results.GridRecord))         # a grid record, every field checked
     assert len(record["rows"]) == 4 and record["command"].startswith("linrnn tasks grid --tasks shift,context_shift")
     assert record["machine"]["cpus"] >= 1 and record["rows"][0]["config"]["batch_size"] == 2
+    # a mixer field given to the grid applies to each model that has it: d_state to both, gamma_max to RotRNN
+    mixers = {row["model"]: row["config"]["mixer"] for row in record["rows"]}
+    assert mixers["dlr"]["d_state"] == mixers["rotrnn"]["d_state"] == 6 and mixers["rotrnn"]["gamma_max"] == 0.99995
+    assert "gamma_max" not in mixers["dlr"]
 
 
 @pytest.mark.parametrize("flags, message", [
@@ -87,6 +92,8 @@ def test_cli_prints_the_table_and_writes_the_rows(tmp_path, capsys):
     (["--set", "seed=2"], "--set: expected FIELD=VALUE"),
     (["--set", "nope=2"], "--set: expected FIELD=VALUE"),
     (["--set", "lr=fast"], "--set lr: expected a number, found 'fast'"),
+    (["--models", "dlr,lru", "--set", "gamma_min=0.5"], "mixer: no model of the grid (dlr, lru) has the field gamma_min"),
+    (["--models", "lru", "--set", "mixer.d_state=x"], "--set mixer.d_state: expected an integer, found 'x'"),
 ])
 def test_cli_rejects_bad_options_with_one_line(tmp_path, capsys, flags, message):
     argv = {"--tasks": "shift", "--length": "8", "--steps": "2", "--out": str(tmp_path / "runs")}
@@ -102,7 +109,7 @@ def test_cli_rejects_bad_options_with_one_line(tmp_path, capsys, flags, message)
 def test_s5_trains_through_the_grid_and_both_frameworks_take_the_same_steps(tmp_path):
     """S5's recurrence group (Lambda, B~, log_step: B is in it, unlike the LRU's) gets its own rate and no decay."""
     rows = {backend: run_grid(["shift"], ["s5"], backend, length=8, steps=4, out_dir=tmp_path / backend,
-                              d_state=4, dtype="float64", recurrence_lr=3e-3, weight_decay=0.1, **TINY)[0]
+                              mixer={"d_state": 4}, dtype="float64", recurrence_lr=3e-3, weight_decay=0.1, **TINY)[0]
             for backend in ("torch", "jax")}
     for row in rows.values():
         assert row["status"] == "ok" and row["evaluations"][-1]["mse"] < row["evaluations"][0]["mse"]
@@ -116,7 +123,7 @@ def test_s5_trains_through_the_grid_and_both_frameworks_take_the_same_steps(tmp_
 def test_s4d_trains_through_the_grid_and_both_frameworks_take_the_same_steps(tmp_path):
     """S4D in its default mode (conv, the s4 code's route), its kernel parameters (log_dt, A) in their own group."""
     rows = {backend: run_grid(["shift"], ["s4d"], backend, length=8, steps=4, out_dir=tmp_path / backend,
-                              d_state=3, dtype="float64", recurrence_lr=3e-3, weight_decay=0.1, **TINY)[0]
+                              mixer={"d_state": 3}, dtype="float64", recurrence_lr=3e-3, weight_decay=0.1, **TINY)[0]
             for backend in ("torch", "jax")}
     for row in rows.values():
         assert row["status"] == "ok" and row["evaluations"][-1]["mse"] < row["evaluations"][0]["mse"]
@@ -130,7 +137,8 @@ def test_attention_trains_through_the_grid_and_both_frameworks_take_the_same_ste
     """Local causal attention (window 3, L = 8 not a multiple) in its default mode (chunked), post-norm (pre-norm:
     tests/impls/test_attention.py's model through every backend)."""
     rows = {backend: run_grid(["shift"], ["attention"], backend, length=8, steps=4, out_dir=tmp_path / backend,
-                              heads=2, window=3, prenorm=False, dtype="float64", weight_decay=0.1, **TINY)[0]
+                              mixer={"heads": 2, "window": 3}, prenorm=False, dtype="float64", weight_decay=0.1,
+                              **TINY)[0]
             for backend in ("torch", "jax")}
     for row in rows.values():
         assert row["status"] == "ok" and row["evaluations"][-1]["mse"] < row["evaluations"][0]["mse"]

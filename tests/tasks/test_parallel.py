@@ -30,12 +30,12 @@ from linrnn.tasks.train import DataSource, SyntheticSource, adapter_class, train
 
 pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)
 
-TINY = dict(d_model=8, d_state=4, heads=2, n_layers=1, norm="layer", dropout=0.0, dtype="float64", batch_size=4,
+TINY = dict(d_model=8, mixer={"d_state": 4}, n_layers=1, norm="layer", dropout=0.0, dtype="float64", batch_size=4,
             steps=3, eval_every=2)
 LISTOPS = dict(TINY, task="listops", model="lru", eval_batches=None)          # val, test: 2 batches each
 SEGMENTATION = dict(TINY, task="pathfinder-segmentation", data_options={"resolution": 32}, model="dlr",
                     eval_batches=None)
-SHIFT = dict(TINY, task="shift", length=16, model="rotrnn", eval_batches=2)
+SHIFT = dict(TINY, task="shift", length=16, model="rotrnn", mixer={"d_state": 4, "heads": 2}, eval_batches=2)
 
 # one rank's view of a run under torchrun: argv = config, data ('' for none), out, report folder,
 # the rank whose step `poison_step` gets NaN inputs (-1: none), poison_step
@@ -265,7 +265,8 @@ def test_torch_devices_without_torchrun_is_one_line_error(tmp_path, capsys):
 # JAX: 2 host devices against 1, in one process
 
 
-@pytest.mark.parametrize("fields", [LISTOPS, {**SHIFT, "model": "dlr", "norm": "batch", "dropout": 0.2}],
+@pytest.mark.parametrize("fields", [LISTOPS, {**SHIFT, "model": "dlr", "mixer": {"d_state": 4}, "norm": "batch",
+                                              "dropout": 0.2}],
                          ids=["classification", "regression-batchnorm-dropout"])
 def test_jax_two_devices_take_the_steps_of_one(tmp_path, fields, listops_data):
     pytest.importorskip("jax")

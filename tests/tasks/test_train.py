@@ -1,6 +1,7 @@
 """The training stack: exact resume, torch == jax in float64, the divergence guard, every task runs."""
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -10,17 +11,20 @@ from linrnn.impls.errors import LinrnnError
 from linrnn.impls.tolerance import assert_close
 from linrnn.cli import main
 from linrnn.tasks import checkpoint
-from linrnn.tasks.config import TrainConfig
+from linrnn.tasks.config import TrainConfig, mixer_subset
 from linrnn.tasks.synthetic import TASKS
 from linrnn.tasks.train import TrainingDiverged, train
 
-SMALL = dict(length=16, d_model=8, d_state=8, heads=2, batch_size=3, eval_batches=1, dtype="float64")
+SMALL = dict(length=16, d_model=8, batch_size=3, eval_batches=1, dtype="float64")
+SIZES = {"d_state": 8, "heads": 2}      # the mixer's sizes, each where the model has it
 
 
-def config(**overrides) -> TrainConfig:
-    return TrainConfig(**{**SMALL, "task": "shift", "model": "lru", "steps": 6, "eval_every": 3,
+def config(mixer: dict | None = None, **overrides) -> TrainConfig:
+    model = overrides.pop("model", "lru")
+    return TrainConfig(**{**SMALL, "task": "shift", "model": model, "steps": 6, "eval_every": 3,
                           "checkpoint_every": 2, "warmup_steps": 2, "lr": 3e-3, "recurrence_lr": 1e-3,
-                          "weight_decay": 0.05, "grad_clip": 0.5, **overrides})
+                          "weight_decay": 0.05, "grad_clip": 0.5, **overrides,
+                          "mixer": {**mixer_subset(model, SIZES), **(mixer or {})}})
 
 
 @pytest.mark.parametrize("backend, model", [("torch", "rotrnn"), ("jax", "dlr")])
@@ -102,7 +106,7 @@ def test_the_log_holds_every_finished_step_while_the_run_goes_on(tmp_path, monke
 @pytest.mark.parametrize("task", sorted(TASKS))
 def test_a_tiny_run_of_every_task_completes(tmp_path, task):
     length = max(TASKS[task].min_length, 8)
-    cfg = TrainConfig(task=task, length=length, model="dlr", d_model=4, d_state=4, steps=2, eval_every=2,
+    cfg = TrainConfig(task=task, length=length, model="dlr", d_model=4, mixer={"d_state": 4}, steps=2, eval_every=2,
                       checkpoint_every=2, batch_size=2, eval_batches=1)
     result = train(cfg, tmp_path, progress=False)
     record = results.to_dict(results.read(tmp_path / results.RUN_RESULTS, results.RunRecord))   # every field checked
@@ -115,11 +119,12 @@ def test_a_tiny_run_of_every_task_completes(tmp_path, task):
     ({"d_model": -4}, "d_model: expected an integer >= 1, found -4"),
     ({"length": 4}, "length: expected an integer >= 8, found 4"),
     ({"model": "s4"}, "model: expected one of rotrnn, lru, dlr, s4d, s5, attention, found 's4'"),
-    ({"model": "lru", "window": 4}, "window: expected null for model lru"),
+    ({"model": "lru", "mixer": {"window": 4}}, "mixer: model lru has no field window"),
     ({"model": "attention", "mode": "scan"}, "mode: expected full, chunked or null, found 'scan'"),
     ({"backend": "tf"}, "backend: expected one of torch, jax, found 'tf'"),
     ({"lr": float("nan")}, "lr: expected a number in"),
-    ({"model": "rotrnn", "d_state": 3}, "RotRNNConfig.d_state: expected an even state size"),
+    ({"model": "rotrnn", "mixer": {"d_state": 3}}, "RotRNNConfig.d_state: expected an even state size"),
+    ({"model": "lru", "mixer": {"max_phase": 7.0}}, "mixer.max_phase: expected a number in"),
     ({"mode": "step"}, "mode: expected scan, sequential, conv or null"),
 ])
 def test_bad_configs_fail_before_any_work_and_name_the_field(overrides, message):
@@ -145,9 +150,36 @@ def test_resume_with_another_config_is_refused(tmp_path):
         train(config(backend="torch", steps=2, lr=1.0), tmp_path, resume=True, progress=False)
 
 
+def _flatten_checkpoint(path) -> dict:
+    """Rewrite a checkpoint's stored train config as linrnn wrote it before mixer tables: every model's mixer fields
+    at the top level (those of other models at the old flat defaults); returns the flat config."""
+    arrays = dict(np.load(path, allow_pickle=False))
+    meta = json.loads(str(arrays.pop("__meta__")))
+    nested = meta["train_config"]
+    flat = {**{k: v for k, v in nested.items() if k != "mixer"}, "d_state": 64, "heads": 8, "bidirectional": False,
+            "dt_min": 1e-5, "dt_max": 1e-5, "max_kernel_length": None, "window": None, "r_min": 0.9, "r_max": 0.999,
+            "gamma_min": 0.9, "gamma_max": 0.999, "max_phase": 2 * math.pi, **nested["mixer"]}
+    meta["train_config"] = flat
+    with open(path, "wb") as fh:
+        np.savez(fh, __meta__=np.array(json.dumps(meta)), **arrays)
+    return flat
+
+
+def test_a_checkpoint_with_a_flat_config_of_earlier_versions_resumes_and_is_still_compared(tmp_path):
+    """A checkpoint written before mixer tables resumes (its flat config read as the fields its model used); a run
+    whose mixer differs from it is still refused."""
+    train(config(backend="torch", steps=4), tmp_path, stop_after=2, progress=False)
+    flat = _flatten_checkpoint(tmp_path / "checkpoint.npz")
+    assert "mixer" not in flat and flat["r_min"] == 0.9 and flat["gamma_min"] == 0.9
+    with pytest.raises(LinrnnError, match="made with another config \\(differs in mixer\\)"):
+        train(config(backend="torch", steps=4, mixer={"r_min": 0.5}), tmp_path, resume=True, progress=False)
+    assert train(config(backend="torch", steps=4), tmp_path, resume=True, progress=False).steps_done == 4
+
+
 def test_train_command_line(tmp_path, capsys):
     cfg_file = tmp_path / "run.json"
-    cfg_file.write_text(json.dumps({**SMALL, "task": "cumsum", "model": "dlr", "steps": 2, "eval_every": 2}))
+    cfg_file.write_text(json.dumps({**SMALL, "task": "cumsum", "model": "dlr", "mixer": {"d_state": 8}, "steps": 2,
+                                    "eval_every": 2}))
     assert main(["train", "--config", str(cfg_file), "--lr", "0.01", "--out", str(tmp_path / "run"), "--quiet"]) == 0
     assert "cumsum dlr torch: 2 steps" in capsys.readouterr().out
     assert json.loads((tmp_path / "run" / "config.json").read_text())["lr"] == 0.01
@@ -168,7 +200,7 @@ def test_jax_steps_draw_new_dropout_masks_and_a_step_redraws_its_own(monkeypatch
     from linrnn.tasks.jax_adapter import Adapter
     from linrnn.tasks.train import SyntheticSource
 
-    cfg = config(backend="jax", dtype="float32", length=8, d_model=8, d_state=2, dropout=0.5, n_layers=1)
+    cfg = config(backend="jax", dtype="float32", length=8, d_model=8, mixer={"d_state": 2}, dropout=0.5, n_layers=1)
     source = SyntheticSource(cfg)
     drawn = []
     original = jax_model.dropout

@@ -16,7 +16,7 @@ from linrnn.tasks.config import TrainConfig
 from linrnn.tasks.datatasks import IGNORE_INDEX, ModelBatch, Tally
 from linrnn.tasks.train import train
 
-TINY = dict(d_model=8, d_state=4, heads=2, n_layers=1, batch_size=4, eval_batches=None, eval_every=None,
+TINY = dict(d_model=8, mixer={"d_state": 4}, n_layers=1, batch_size=4, eval_batches=None, eval_every=None,
             checkpoint_every=None, dtype="float64", lr=3e-3)
 
 
@@ -115,7 +115,8 @@ def test_retrieval_trains_with_one_shared_tower(writers, cache_env):
 def test_resume_across_an_epoch_boundary_with_workers_equals_the_whole_run(backend, writers, cache_env):
     folder = writers.listops(cache_env / "lo")           # 40 train examples: 5 steps per epoch of 8
     cfg = TrainConfig(task="listops", model="rotrnn", epochs=2, backend=backend, workers=0,
-                      **{**TINY, "batch_size": 8, "dropout": 0.1, "eval_batches": 1, "checkpoint_every": 3})
+                      **{**TINY, "batch_size": 8, "dropout": 0.1, "eval_batches": 1, "checkpoint_every": 3,
+                         "mixer": {"d_state": 4, "heads": 2}})
     whole = train(cfg, cache_env / "whole", data=folder, progress=False)
     first = train(cfg, cache_env / "split", data=folder, stop_after=4, progress=False)   # checkpoint at 3 and 4
     rest = train(TrainConfig(**{**cfg.to_dict(), "workers": 2}), cache_env / "split", data=folder, resume=True,
@@ -139,8 +140,8 @@ def test_token_targets_and_segmentation_train_and_score(cache_env):
     assert 0.0 <= st.evaluations[-1]["val"]["accuracy"] <= 1.0
     assert main(["data", "generate", "pathfinder-segmentation", "--out", str(cache_env / "seg"), "--resolution", "32",
                  "--n-train", "8", "--n-val", "2", "--n-test", "2"]) == 0
-    seg = train(TrainConfig(task="pathfinder-segmentation", model="dlr", steps=2, bidirectional=True,
-                            data_options={"resolution": 32}, **TINY), cache_env / "run-seg",
+    seg = train(TrainConfig(task="pathfinder-segmentation", model="dlr", steps=2, data_options={"resolution": 32},
+                            **{**TINY, "mixer": {"d_state": 4, "bidirectional": True}}), cache_env / "run-seg",
                 data=cache_env / "seg", progress=False)
     assert {"macro_f1", "balanced_accuracy", "accuracy", "loss"} <= set(seg.evaluations[-1]["val"])
 
@@ -167,8 +168,8 @@ def test_a_bad_config_field_is_one_line_before_any_data_is_read(tmp_path, capsys
 
 def test_dry_run_reads_no_data_and_reports_the_plan(tmp_path, capsys):
     cfg = tmp_path / "run.toml"
-    cfg.write_text('task = "pathx"\nmodel = "lru"\nepochs = 50\nsteps = "none"\nd_model = 128\nd_state = 256\n'
-                   'n_layers = 6\nbatch_size = 32\ngrad_checkpointing = true\n')
+    cfg.write_text('task = "pathx"\nmodel = "lru"\nepochs = 50\nsteps = "none"\nd_model = 128\n'
+                   'n_layers = 6\nbatch_size = 32\ngrad_checkpointing = true\n[mixer]\nd_state = 256\n')
     assert main(["train", "--config", str(cfg), "--data", str(tmp_path / "none"), "--dry-run"]) == 0
     out = capsys.readouterr().out
     resolved = json.loads(out[:out.index("\n}") + 2])
@@ -180,8 +181,8 @@ def test_dry_run_reads_no_data_and_reports_the_plan(tmp_path, capsys):
 def test_smoke_runs_a_tiny_version_on_the_given_data(writers, cache_env, capsys):
     folder = writers.listops(cache_env / "lo")
     cfg = cache_env / "run.toml"
-    cfg.write_text('task = "listops"\nmodel = "rotrnn"\nepochs = 30\nsteps = "none"\nd_model = 128\nd_state = 16\n'
-                   'heads = 8\nn_layers = 6\nbatch_size = 32\n')
+    cfg.write_text('task = "listops"\nmodel = "rotrnn"\nepochs = 30\nsteps = "none"\nd_model = 128\n'
+                   'n_layers = 6\nbatch_size = 32\n[mixer]\nd_state = 16\nheads = 8\n')
     assert main(["train", "--config", str(cfg), "--data", str(folder), "--smoke", "--quiet",
                  "--out", str(cache_env / "smoke")]) == 0
     assert "listops rotrnn torch: 4 steps" in capsys.readouterr().out
