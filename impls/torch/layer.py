@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from linrnn.impls import checks
-from linrnn.impls.bundle import RECURRENCE_KEYS, Bundle, expected_shapes, mixer_shapes
+from linrnn.impls.bundle import RECURRENCE_KEYS, Bundle, check_compute_range, expected_shapes, mixer_shapes
 from linrnn.impls.config import DTYPES, MODES as _MODES
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.segments import check_packing, pieces, starts
@@ -113,7 +113,9 @@ class Mixer(nn.Module):
             raise LinrnnError(f"bundle: expected a {self.config_type.__name__} layer bundle, "
                               f"found {type(bundle.config).__name__}")
         self.config = bundle.config
-        real_parameters(self, mixer_shapes(self.config), torch_dtype(dtype), device)
+        dtype = torch_dtype(dtype)
+        check_compute_range(self.config, bundle.params, str(dtype).removeprefix("torch."))
+        real_parameters(self, mixer_shapes(self.config), dtype, device)
         load_bundle(self, bundle)
 
     @classmethod
