@@ -21,6 +21,8 @@ from linrnn.impls.config import mixer_config, modes
 from linrnn.impls.init import init
 from linrnn.impls.tolerance import assert_close
 
+pytestmark = pytest.mark.slow
+
 B, L, H, N = 2, 5, 2, 2
 KINDS = ("rotrnn", "lru", "dlr", "s4d", "s5", "attention")
 
