@@ -245,6 +245,79 @@ def _validate_values(config: Config, params: Mapping[str, np.ndarray]) -> None:
                 raise LinrnnError(f"Lambda_re, Lambda_im, log_step: at mode {int(np.flatnonzero(bad)[0])}, {why}")
 
 
+# The quantities each mixer derives by exp or a square from its raw recurrence parameters, as the backends form them
+# in their compute dtype: key -> (what it is, its value from the raw array). Beyond the dtype's largest finite number
+# they overflow to inf, and inf in the recurrence becomes NaN (inf * 0, inf - inf) in the scans and FFTs, silently.
+_DERIVED = {
+    "lru": {"nu_log": ("exp(nu_log) = -log|lambda|", np.exp), "theta_log": ("exp(theta_log) = arg lambda", np.exp),
+            "gamma_log": ("exp(gamma_log), the input normalisation", np.exp)},
+    "rotrnn": {"gamma_log": ("exp(gamma_log) = -log gamma", np.exp)},
+    "dlr": {"a": ("a^2 = -log|lambda|", np.square)},
+    "s4d": {"log_A_real": ("exp(log_A_real) = -Re A", np.exp), "log_dt": ("exp(log_dt) = dt", np.exp)},
+    "s5": {"log_step": ("exp(log_step) = Delta", np.exp)},
+}
+
+
+def check_compute_range(config: Config, params: Mapping[str, np.ndarray], dtype: str) -> None:
+    """Refuse, in one line and before any computation, a bundle whose numbers leave `dtype`'s finite range: a value
+    beyond its largest number (float32: 3.4e38), or a derived log-modulus, step or phase (`_DERIVED`) that overflows
+    it (float32: nu_log, gamma_log, log_A_real above ~88.7, DLR's a above ~1.8e19). Such a layer would give NaN or
+    Inf in the backends' scans and convolutions (docs/precision.md, "Numeric edges"). float64 bundles are finite
+    (`validate`), so in float64 only the derived quantities can overflow (above ~709.8)."""
+    real = np.dtype(dtype)
+    if isinstance(config, ModelConfig):
+        for key, array in params.items():
+            if not key.startswith("layers."):
+                _check_range(key, array, real)
+        for i in range(config.n_layers):
+            prefix = f"layers.{i}.mixer."
+            _check_mixer(config.mixer.kind, sub_params(params, prefix), real, prefix)
+            for key in [k for k in params if k.startswith(f"layers.{i}.") and not k.startswith(prefix)]:
+                _check_range(key, params[key], real)
+        return
+    _check_mixer(config.kind, params, real, "")
+
+
+def _check_mixer(kind: str, params: Mapping[str, np.ndarray], real: np.dtype, prefix: str) -> None:
+    for key, array in params.items():
+        _check_range(key, array, real, prefix, _DERIVED.get(kind, {}).get(key))
+    # products of two derived quantities: S4D's dt A (dt Re A), S5's Delta Lambda
+    product = {"s4d": ("log_dt, log_A_real", "dt Re A",
+                       lambda p: np.exp(p["log_dt"].astype(real))[:, None] * np.exp(p["log_A_real"].astype(real))),
+               "s5": ("log_step, Lambda_re, Lambda_im", "Delta Lambda",
+                      lambda p: np.exp(p["log_step"].astype(real)) * np.hypot(p["Lambda_re"].astype(real),
+                                                                              p["Lambda_im"].astype(real)))}.get(kind)
+    if product is not None:
+        keys, what, fn = product
+        with np.errstate(over="ignore"):
+            over = ~np.isfinite(fn(params))
+        if np.any(over):
+            at = np.argwhere(over)[0].tolist()
+            raise LinrnnError(f"{prefix.rstrip('.') + ': ' if prefix else ''}{keys}: at index {at}, {what} overflows "
+                              f"{real.name} (beyond {float(np.finfo(real).max):.6g}), which would give NaN in the "
+                              f"recurrence; compute in float64, or bring the parameters into range")
+
+
+def _check_range(key: str, array: np.ndarray, real: np.dtype, prefix: str = "", derived=None) -> None:
+    top = float(np.finfo(real).max)
+    a = np.asarray(array, np.float64)
+    big = np.abs(a) > top
+    if np.any(big):
+        i = int(np.flatnonzero(big.ravel())[0])
+        raise LinrnnError(f"{prefix}{key}: entry {i} = {a.ravel()[i]:.6g} is beyond the largest {real.name} number "
+                          f"({top:.6g}); compute in float64, or bring the parameter into range")
+    if derived is not None:
+        what, fn = derived
+        with np.errstate(over="ignore"):
+            value = fn(a.astype(real))
+        over = ~np.isfinite(value)
+        if np.any(over):
+            i = int(np.flatnonzero(over.ravel())[0])
+            raise LinrnnError(f"{prefix}{key}: entry {i} = {a.ravel()[i]:.6g} makes {what} overflow {real.name} "
+                              f"(beyond {top:.6g}), which would give NaN in the recurrence; compute in float64, "
+                              f"or bring the parameter into range")
+
+
 def read_npz(path: str | os.PathLike, what: str = "bundle") -> dict[str, np.ndarray]:
     """Every array of a plain (non-pickled) .npz file, or a one-line LinrnnError naming `what` and the file."""
     path = Path(path)

@@ -101,7 +101,9 @@ class Adapter:
         self.trainable = {k: v for k, v in params.items() if not _is_statistic(k)}
         self.statistics = {k: v for k, v in params.items() if _is_statistic(k)}
         self.adam = optax.scale_by_adam(b1=cfg.beta1, b2=cfg.beta2, eps=cfg.eps)
-        self.opt_state = self.adam.init(self.trainable)
+        # replicated like the parameters: `adam.init` puts its step count on the default device alone, and the
+        # update's output is replicated, so the second step's update would see another sharding and retrace
+        self.opt_state = jax.device_put(self.adam.init(self.trainable), self.replicated)
         self.recurrence = {k: is_recurrence_key(k, self.model_cfg) for k in self.trainable}
         self._grad = jax.jit(jax.value_and_grad(self._loss, has_aux=True))
 

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from linrnn.impls.bundle import Bundle, is_recurrence_key
+from linrnn.impls.bundle import Bundle, check_compute_range, is_recurrence_key
 from linrnn.impls.checks import check_dtype as check_dtype_name
 from linrnn.impls.config import Config
 from linrnn.impls.errors import LinrnnError
@@ -73,6 +73,7 @@ def check_compute_dtype(array) -> None:
 def from_bundle(bundle: Bundle, dtype: str = "float64") -> dict[str, jnp.ndarray]:
     """The bundle's arrays as jnp arrays of `dtype`, same keys (float64: the same numbers, bit for bit)."""
     check_dtype(dtype)
+    check_compute_range(bundle.config, bundle.params, dtype)
     return {key: jnp.asarray(value, dtype=dtype) for key, value in bundle.params.items()}
 
 

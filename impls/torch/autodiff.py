@@ -1,8 +1,8 @@
 """What the package's own autograd Functions share: when they step aside, and their backward once it is recorded.
 
 Each Function here (`scan.Powers`, `scan.DiagonalScan`, `layer_scan.DiagonalLayerScan`, `conv.DepthwiseConv`,
-`dlr.ChunkedScan`, `triton_scan.TritonDiagonalScan`) computes its backward by hand, for memory and speed: the
-adjoint scan, FFT correlations, states recomputed from saved boundaries, written with `out=` buffers and
+`dlr.ChunkedScan`, and `triton_scan`'s custom op `linrnn::triton_scan`) computes its backward by hand, for memory
+and speed: the adjoint scan, FFT correlations, states recomputed from saved boundaries, written with `out=` buffers and
 in-place updates. Such a backward is right for a first derivative and nothing else. So each Function also
 names a *plain route*: the same outputs from the same inputs in ordinary differentiable operations (the step
 loop, a plain FFT convolution), and

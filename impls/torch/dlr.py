@@ -412,6 +412,7 @@ class DLR(Mixer):
 
     config_type = DLRConfig
     optional_state_modes = ("conv", "scan")
+    eager_modes = ("conv",)            # torch.compile: docs/precision.md, "Compiled paths"
 
     materialise = materialise
 

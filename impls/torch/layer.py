@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from linrnn.impls import checks
-from linrnn.impls.bundle import RECURRENCE_KEYS, Bundle, expected_shapes, mixer_shapes
+from linrnn.impls.bundle import RECURRENCE_KEYS, Bundle, check_compute_range, expected_shapes, mixer_shapes
 from linrnn.impls.config import DTYPES, MODES as _MODES
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.segments import check_packing, pieces, starts
@@ -98,6 +98,9 @@ class Mixer(nn.Module):
     # costs work and memory (DLR's `conv`: one more product over the whole input); every other view forms
     # it anyway and `forward(..., final_state=False)` only drops it.
     optional_state_modes: ClassVar[tuple[str, ...]] = ()
+    # Modes that `torch.compile` does not trace: inside a compiled function the whole call runs eagerly (a graph
+    # break on each side), because tracing it fails in PyTorch itself (docs/precision.md, "Compiled paths").
+    eager_modes: ClassVar[tuple[str, ...]] = ()
 
     @property
     def recurrence_keys(self) -> tuple[str, ...]:
@@ -110,7 +113,9 @@ class Mixer(nn.Module):
             raise LinrnnError(f"bundle: expected a {self.config_type.__name__} layer bundle, "
                               f"found {type(bundle.config).__name__}")
         self.config = bundle.config
-        real_parameters(self, mixer_shapes(self.config), torch_dtype(dtype), device)
+        dtype = torch_dtype(dtype)
+        check_compute_range(self.config, bundle.params, str(dtype).removeprefix("torch."))
+        real_parameters(self, mixer_shapes(self.config), dtype, device)
         load_bundle(self, bundle)
 
     @classmethod
@@ -189,6 +194,8 @@ class Mixer(nn.Module):
         -> y (B L H), the forward state after u (None for bidirectional or truncated-kernel layers, with lengths
            or segments, or when final_state is False)
         """
+        if mode in self.eager_modes and torch.compiler.is_compiling():
+            return _eager_forward(self, u, mode, state, final_state, lengths, segments)
         check_mode(mode)
         self.check_input(u)
         self.check_streaming(mode, state)
@@ -247,6 +254,10 @@ class Mixer(nn.Module):
 
     def extra_repr(self) -> str:
         return f"{self.config}, dtype={self.dtype}"
+
+
+_eager_forward = torch.compiler.disable(   # `Mixer.eager_modes` under torch.compile
+    Mixer.forward, reason="a mode in Mixer.eager_modes, which PyTorch fails to compile (docs/precision.md)")
 
 
 def padding_mask(lengths: torch.Tensor, length: int) -> torch.Tensor:

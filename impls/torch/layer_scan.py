@@ -228,6 +228,7 @@ def plain_layer(u, W_in, log_lam, W_out, D, x0, W_out_rev, *_):
     return y, states[:, -1]
 
 
+@torch.compiler.disable(reason="layer_scan: out= buffers and complex views Dynamo cannot trace (docs/precision.md)")
 def layer_scan(log_lam, W_in, W_out, W_out_rev, D, u, x0=None):
     """The diagonal layer's `scan` view through `DiagonalLayerScan` (under a torch.func transform or forward-mode
     AD, its plain route: `autodiff`).

@@ -29,7 +29,7 @@ power is lambda^T for the carries, computed on the host by `scan.powers` as exp(
 by repeated multiplication. Within a program the T steps are sequential; the parallelism is over
 chunks, lanes and batch, so the critical path is 2T + nc dependent steps.
 
-Backward (`TritonDiagonalScan`; the derivation is in `scan.DiagonalScan`): with g_t = dLoss/dRe x_t +
+Backward (`scan_backward_op`; the derivation is in `scan.DiagonalScan`): with g_t = dLoss/dRe x_t +
 i dLoss/dIm x_t, PyTorch's convention for a real loss,
 
     a_t = g_t + conj(lambda) a_{t+1},  a_L = 0         the same three launches, reverse in time,
@@ -299,46 +299,81 @@ def transition_gradient(lam: torch.Tensor, v: torch.Tensor, adjoint: torch.Tenso
     return torch.view_as_complex(partial.sum((0, 1)))
 
 
-class TritonDiagonalScan(torch.autograd.Function):
-    """`scan` with the adjoint recurrence as its backward (module docstring), both run by the Triton kernels.
+# -- the kernels as PyTorch custom ops (`torch.library`): opaque to torch.compile, with fake (meta) shapes -----------
+# `linrnn::triton_scan` is the forward, `linrnn::triton_scan_backward` the adjoint; `register_autograd` joins them.
+# A compiled graph holds each as one node (Dynamo cannot trace a Triton launch from Python); their fake
+# implementations give the outputs' shapes and dtypes without running anything. `torch.library.opcheck` checks the
+# registration (tests/impls/test_torch_triton_scan.py, under the interpreter).
 
-    forward(log_lam (n,) complex, v (B L n 2), x0 (B n 2) or None, T, K) -> states (B L n 2);
-    saves log_lam, v and the chunk starts (B nc n 2), not the states.
-    """
+def _scan_impl(log_lam: torch.Tensor, v: torch.Tensor, x0: torch.Tensor | None, T: int, K: int
+            ) -> tuple[torch.Tensor, torch.Tensor]:
+    """log_lam (n,) complex of v's precision, v (B L n 2) contiguous, x0 (B n 2) contiguous or None
+    -> states (B L n 2), the chunk starts (B nc n 2) that the backward recomputes the states from."""
+    lam, lam_T = transition(log_lam, T)
+    return chunk_scan(lam, lam_T, v, x0, T, K)
 
-    @staticmethod
-    def forward(ctx, log_lam, v, x0, T, K):
-        lam, lam_T = transition(log_lam, T)
-        states, starts = chunk_scan(lam, lam_T, v, x0, T, K)
-        ctx.save_for_backward(log_lam, v, starts, x0)
-        ctx.T, ctx.K, ctx.has_x0 = T, K, x0 is not None
-        return states
 
-    @staticmethod
-    def backward(ctx, grad_states):
-        if recorded(grad_states):                   # a derivative of the backward: the plain route's (`autodiff`)
-            log_lam, v, _, x0 = ctx.saved_tensors
-            return vjp_through(lambda *a: sequential(*a[:3]), (log_lam, v, x0, ctx.T, ctx.K), ctx.needs_input_grad,
-                               (grad_states,))
-        with torch.no_grad():
-            return TritonDiagonalScan._adjoint(ctx, grad_states)
+def _scan_fake(log_lam, v, x0, T, K):
+    B, L, n, _ = v.shape
+    return v.new_empty(B, L, n, 2), v.new_empty(B, -(-L // T), n, 2)
 
-    @staticmethod
-    def _adjoint(ctx, grad_states):
-        log_lam, v, starts, _ = ctx.saved_tensors
-        T, K = ctx.T, ctx.K
-        lam_conj, lam_T_conj = transition(log_lam, T, conjugate=True)
-        adjoint, _ = chunk_scan(lam_conj, lam_T_conj, grad_states.contiguous(), None, T, K, reverse=True)
-        lam_conj = torch.view_as_complex(lam_conj)                    # (n,) conj(lambda)
-        grad_x0 = None
-        if ctx.has_x0 and ctx.needs_input_grad[2]:
-            grad_x0 = torch.view_as_real(lam_conj * torch.view_as_complex(adjoint[:, 0]))
-        grad_log_lam = None
-        if ctx.needs_input_grad[0]:
-            lam, _ = transition(log_lam, T)
-            grad_log_lam = lam_conj * transition_gradient(lam, v, adjoint, starts, T, K)
-        grad_v = adjoint if ctx.needs_input_grad[1] else None
-        return grad_log_lam, grad_v, grad_x0, None, None
+
+def _scan_backward_impl(log_lam: torch.Tensor, v: torch.Tensor, starts: torch.Tensor, grad_states: torch.Tensor,
+                     T: int, K: int, need_log_lam: bool, need_x0: bool
+                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The adjoint (module docstring) -> grad log_lam (n,) complex, grad v (B L n 2), grad x0 (B n 2); a gradient
+    not asked for (need_log_lam, need_x0 false) is an empty tensor."""
+    lam_conj, lam_T_conj = transition(log_lam, T, conjugate=True)
+    adjoint, _ = chunk_scan(lam_conj, lam_T_conj, grad_states.contiguous(), None, T, K, reverse=True)
+    lam_conj = torch.view_as_complex(lam_conj)                        # (n,) conj(lambda)
+    grad_x0 = (torch.view_as_real(lam_conj * torch.view_as_complex(adjoint[:, 0])) if need_x0
+               else v.new_empty(0))
+    grad_log_lam = log_lam.new_empty(0)
+    if need_log_lam:
+        lam, _ = transition(log_lam, T)
+        grad_log_lam = lam_conj * transition_gradient(lam, v, adjoint, starts, T, K)
+    return grad_log_lam, adjoint, grad_x0
+
+
+def _scan_backward_fake(log_lam, v, starts, grad_states, T, K, need_log_lam, need_x0):
+    B, _, n, _ = v.shape
+    return (log_lam.new_empty(n if need_log_lam else 0), torch.empty_like(v),
+            v.new_empty((B, n, 2) if need_x0 else (0,)))
+
+
+def _setup_context(ctx, inputs, output):
+    log_lam, v, x0, T, K = inputs
+    ctx.save_for_backward(log_lam, v, output[1], x0)
+    ctx.mark_non_differentiable(output[1])
+    ctx.T, ctx.K, ctx.has_x0 = T, K, x0 is not None
+
+
+def _backward(ctx, grad_states, _grad_starts):
+    log_lam, v, starts, x0 = ctx.saved_tensors
+    if recorded(grad_states):                       # a derivative of the backward: the plain route's (`autodiff`)
+        return vjp_through(lambda *a: sequential(*a[:3]), (log_lam, v, x0, ctx.T, ctx.K), ctx.needs_input_grad,
+                           (grad_states,))
+    need_log_lam, need_v, need_x0 = ctx.needs_input_grad[:3]
+    grad_log_lam, grad_v, grad_x0 = scan_backward_op(log_lam, v, starts, grad_states, ctx.T, ctx.K, need_log_lam,
+                                                     bool(ctx.has_x0 and need_x0))
+    return (grad_log_lam if need_log_lam else None, grad_v if need_v else None,
+            grad_x0 if ctx.has_x0 and need_x0 else None, None, None)
+
+
+def _register():
+    """The two ops, registered once per process: a second copy of this module (loaded by a test without triton)
+    finds them registered and uses them, rather than replacing their implementation with its own."""
+    if hasattr(torch.ops.linrnn, "triton_scan"):
+        return torch.ops.linrnn.triton_scan, torch.ops.linrnn.triton_scan_backward
+    forward = torch.library.custom_op("linrnn::triton_scan", _scan_impl, mutates_args=())
+    forward.register_fake(_scan_fake)
+    backward = torch.library.custom_op("linrnn::triton_scan_backward", _scan_backward_impl, mutates_args=())
+    backward.register_fake(_scan_backward_fake)
+    forward.register_autograd(_backward, setup_context=_setup_context)
+    return forward, backward
+
+
+scan_op, scan_backward_op = _register()
 
 
 def check_inputs(log_lam: torch.Tensor, v: torch.Tensor, x0: torch.Tensor | None, chunk: int | None,
@@ -395,4 +430,4 @@ def scan(log_lam: torch.Tensor, v: torch.Tensor, x0: torch.Tensor | None = None,
         return v.clone()
     if transformed(log_lam, v, x0):                                   # its plain route (`autodiff`)
         return sequential(log_lam, v, x0)
-    return TritonDiagonalScan.apply(log_lam, v.contiguous(), None if x0 is None else x0.contiguous(), T, lanes)
+    return scan_op(log_lam, v.contiguous(), None if x0 is None else x0.contiguous(), T, lanes)[0]

@@ -9,10 +9,9 @@ equality (`torch.equal`, `np.array_equal`), never with a tolerance. A route that
 thread timing, or drew anything random, would differ in the last bits and fail here.
 
 PyTorch runs each call from scratch (the same module, a fresh input tensor, a fresh autograd graph), causal and
-bidirectional. JAX jits one program per mixer that computes every mode and its gradients, and calls it twice; the
-second call reuses the compiled program, so what is compared is the execution, which is what a training run
-repeats. The JAX side runs causal layers only: compiling is nearly all of its time (RotRNN's expm and its gradient
-take seconds), and a bidirectional layer runs the same scans, convolutions and attention on the reversed input.
+bidirectional. JAX jits one program per mixer and direction that computes every mode and its gradients, and calls
+it twice; the second call reuses the compiled program, so what is compared is the execution, which is what a
+training run repeats. Compiling is nearly all of the JAX side's time (RotRNN's expm and its gradient take seconds).
 """
 
 from __future__ import annotations
@@ -104,10 +103,10 @@ def jax_leaves(tree) -> list[tuple[str, np.ndarray]]:
             for path, leaf in jax.tree_util.tree_leaves_with_path(tree)]
 
 
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["causal", "bidirectional"])
 @pytest.mark.parametrize("kind", ALL_KINDS)
-def test_jax_routes_are_bitwise_deterministic(kind):
-    """Every mode of one causal mixer, in one program run twice."""
-    bidirectional = False
+def test_jax_routes_are_bitwise_deterministic(kind, bidirectional):
+    """Every mode of one mixer (bidirectional: all but `step`), in one program run twice."""
     cfg, bundle, u, w = case(kind, bidirectional)
     params = lj.from_bundle(bundle, "float32")
     run = jax_program(kind, bidirectional)

@@ -256,3 +256,63 @@ def test_torch_complex_exp_at_extreme_arguments_is_finite_and_matches_numpy(fn, 
         assert not small_arg.any()
     assert np.all(np.isfinite(got)), got[~np.isfinite(got)]
     np.testing.assert_allclose(got, ref, rtol=8 * real.eps, atol=8 * real.eps * real.tiny / real.eps)
+
+
+# -- parameters whose derived log-moduli overflow float32 --------------------------------------------------
+
+# kind -> (key, a value whose derived quantity overflows float32, the largest such value that does not)
+FLOAT32_OVERFLOW = {"lru": ("nu_log", 89.0, 88.7), "rotrnn": ("gamma_log", 89.0, 88.7), "dlr": ("a", 2e19, 1.8e19),
+                    "s4d": ("log_A_real", 89.0, 88.7), "s5": ("log_step", 89.0, 88.7)}
+
+
+def with_value(kind: str, key: str, value: float, seed: int = 10) -> Bundle:
+    b = init(small(kind), seed)
+    return b.replace(**{key: np.full_like(b.params[key], value)})
+
+
+@pytest.mark.parametrize("kind", RECURRENT)
+def test_a_float32_overflow_is_refused_in_one_line_when_the_parameters_load(kind):
+    """Refused by `from_bundle` itself, in both frameworks: before any forward pass. float64 computes it, finitely
+    and within the table (the reference's exp does not overflow there)."""
+    from linrnn.impls import jax as lj
+    from linrnn.impls.torch import MIXERS
+
+    key, value, _ = FLOAT32_OVERFLOW[kind]
+    bundle = with_value(kind, key, value)
+    for load in (lambda: MIXERS[kind].from_bundle(bundle, torch.float32), lambda: lj.from_bundle(bundle, "float32")):
+        with pytest.raises(LinrnnError) as err:
+            load()
+        message = str(err.value)
+        assert "\n" not in message and message.startswith(f"{key}: entry 0 = ") and "overflow float32" in message, \
+            message
+    assert check_every_route(bundle, inputs(1, 5, 1), dtypes=("float64",), what=f"{key} = {value:g}") == 8
+
+
+S5_GAP = pytest.mark.xfail(strict=True, reason="not yet guarded (docs/precision.md, 'Numeric edges'): S5's Delta "
+                            "Lambda_im is finite but its multiples l Delta Lambda_im in the powers overflow: NaN")
+
+
+@pytest.mark.parametrize("kind", [k if k != "s5" else pytest.param(k, marks=S5_GAP) for k in RECURRENT])
+def test_just_below_the_float32_overflow_every_route_is_finite_and_within_the_table(kind):
+    key, _, below = FLOAT32_OVERFLOW[kind]
+    bundle = with_value(kind, key, below)
+    assert check_every_route(bundle, inputs(2, 5, 1), dtypes=("float32",), what=f"{key} = {below:g}") == 8
+
+
+def test_a_value_beyond_float32_and_a_model_bundle_are_refused_in_one_line():
+    from linrnn.impls.bundle import check_compute_range
+    from linrnn.impls.config import LRUConfig, ModelConfig
+
+    b = init(small("dlr"), 11)
+    with pytest.raises(LinrnnError, match=r"^W_re: entry 0 = 1e\+39 is beyond the largest float32 number"):
+        check_compute_range(b.config, {**b.params, "W_re": np.full_like(b.params["W_re"], 1e39)}, "float32")
+    check_compute_range(b.config, {**b.params, "W_re": np.full_like(b.params["W_re"], 1e39)}, "float64")
+    model = init(ModelConfig(mixer=LRUConfig(d_model=2, d_state=2), n_layers=2, d_input=1, d_output=1), 12)
+    params = {**model.params, "layers.1.mixer.nu_log": np.full_like(model.params["layers.1.mixer.nu_log"], 90.0)}
+    with pytest.raises(LinrnnError, match=r"^layers\.1\.mixer\.nu_log: entry 0 = 90 makes exp\(nu_log\)"):
+        check_compute_range(model.config, params, "float32")
+    with pytest.raises(LinrnnError, match=r"^layers\.1\.mixer\.: log_dt|^layers\.1\.mixer: log_dt"):
+        s4d = init(ModelConfig(mixer=mixer_config("s4d", 2, 2), n_layers=2, d_input=1, d_output=1), 13)
+        key_dt, key_a = "layers.1.mixer.log_dt", "layers.1.mixer.log_A_real"
+        check_compute_range(s4d.config, {**s4d.params, key_dt: np.full_like(s4d.params[key_dt], 50.0),
+                                         key_a: np.full_like(s4d.params[key_a], 50.0)}, "float32")

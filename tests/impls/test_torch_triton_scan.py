@@ -251,3 +251,32 @@ def test_the_layers_scan_view_through_the_triton_kernel_equals_the_loop(kind, mo
     r = spectral_radius(bundle.config, bundle.params)
     for name, e, t in zip(["y", "grad u"] + [n for n, _ in layer.named_parameters()], expected, got):
         assert_close(f"{kind} {name}", e, t, "forward" if name == "y" else "gradient", "float64", 9, r)
+
+
+# -- the kernels as PyTorch custom ops ------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["forward", "backward"])
+def test_the_custom_ops_pass_opcheck(op):
+    """`torch.library.opcheck` of `linrnn::triton_scan` and `linrnn::triton_scan_backward` at tiny sizes: the schema,
+    the fake implementation against the real one (shapes, dtypes, strides), the autograd registration, and the op
+    inside an AOTAutograd graph with dynamic shapes (the forward: its gradients too)."""
+    log_lam, v, x0 = diagonal_inputs(7, 1, 3, 2, torch.float64)
+    if op == "forward":
+        args = (log_lam, v, x0, 2, 2)
+        target = torch.ops.linrnn.triton_scan.default
+    else:
+        starts = torch.ops.linrnn.triton_scan(log_lam.detach(), v.detach(), x0.detach(), 2, 2)[1]
+        grad = torch.randn(v.shape, generator=torch.Generator().manual_seed(3), dtype=v.dtype)
+        args = (log_lam.detach(), v.detach(), starts, grad, 2, 2, True, True)
+        target = torch.ops.linrnn.triton_scan_backward.default
+    result = torch.library.opcheck(target, args)
+    assert set(result.values()) == {"SUCCESS"}, result
+
+
+def test_the_scan_runs_through_the_registered_op():
+    """`scan` is the op's first output, and the op's autograd node keeps the backward's inputs."""
+    log_lam, v, x0 = diagonal_inputs(8, 1, 5, 2, torch.float64)
+    states = triton_scan.scan(log_lam, v, x0, chunk=2, lanes=2)
+    expected = torch.ops.linrnn.triton_scan(log_lam.detach(), v.detach(), x0.detach(), 2, 2)[0]
+    assert torch.equal(states.detach(), expected)
+    assert "linrnn" in type(states.grad_fn).__name__.lower() or "triton_scan" in str(states.grad_fn), states.grad_fn

@@ -228,3 +228,38 @@ def test_jax_steps_draw_new_dropout_masks_and_a_step_redraws_its_own(monkeypatch
         assert not np.array_equal(a, b), f"dropout site {site}: steps 0 and 1 drew the same mask"
     for site, (a, b) in enumerate(zip(step0, again)):
         assert np.array_equal(a, b), f"dropout site {site}: step 0 of the same seed drew another mask"
+
+
+def test_the_jax_training_step_does_not_retrace_after_its_first(monkeypatch):
+    """Retrace guard (issue 30 §4): over steps with new batches, step numbers and learning rates (as the warm-up
+    schedule gives), the adapter's compiled gradient and update are traced once each. Traces are counted by a
+    Python side effect inside the traced functions (the model's forward, the optimiser's update): it runs while JAX
+    traces, never when a compiled program is reused."""
+    import optax
+    from linrnn.impls.init import init
+    from linrnn.impls.jax import model as jax_model
+    from linrnn.tasks.jax_adapter import Adapter
+    from linrnn.tasks.train import SyntheticSource
+
+    traces = {"gradient": 0, "update": 0}
+    forward_train = jax_model.forward_train
+
+    def counted_forward(*args, **kwargs):
+        traces["gradient"] += 1
+        return forward_train(*args, **kwargs)
+
+    monkeypatch.setattr(jax_model, "forward_train", counted_forward)
+    cfg = config(backend="jax", dtype="float32", length=8, d_model=4, d_state=2, n_layers=1, dropout=0.1)
+    source = SyntheticSource(cfg)
+    run = Adapter(init(source.model_config(), cfg.seed), cfg)
+    adam_update = run.adam.update
+
+    def counted_update(*args, **kwargs):
+        traces["update"] += 1
+        return adam_update(*args, **kwargs)
+
+    run.adam = optax.GradientTransformation(run.adam.init, counted_update)
+    losses = [run.train_step(source.train_batch(step), step, lr, lr / 3)
+              for step, lr in enumerate([1e-4, 5e-4, 1e-3, 2e-3])]
+    assert all(np.isfinite(losses))
+    assert traces == {"gradient": 1, "update": 1}, f"traces over 4 steps: {traces}"
