@@ -28,11 +28,7 @@ from typing import Mapping
 
 import numpy as np
 
-from linrnn.impls.config import (
-    SCHEMA_VERSION, Config, MixerConfig, ModelConfig, RotRNNConfig,
-    S4DConfig, S5Config,
-    config_from_dict, config_to_dict,
-)
+from linrnn.impls.config import SCHEMA_VERSION, Config, MixerConfig, ModelConfig, config_from_dict, config_to_dict
 from linrnn.impls.errors import LinrnnError
 
 META_KEY = "__meta__"
@@ -211,56 +207,16 @@ def _validate_values(config: Config, params: Mapping[str, np.ndarray]) -> None:
             _validate_values(config.mixer, sub_params(params, f"layers.{i}.mixer."))
             if config.norm == "batch" and np.any(params[f"layers.{i}.norm.var"] < 0):
                 raise LinrnnError(f"layers.{i}.norm.var: expected non-negative running variances")
-    elif isinstance(config, RotRNNConfig):
-        norms = np.sqrt(np.sum(params["B"] ** 2, axis=(1, 2)))  # (heads,)
-        if np.any(norms == 0):
-            head = int(np.flatnonzero(norms == 0)[0])
-            raise LinrnnError(f"B: head {head} has ||B_h||_F = 0, so xi_h = sqrt(1 - gamma_h^2)/||B_h||_F "
-                              f"is undefined")
-    elif isinstance(config, S4DConfig):
-        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            A_real = -np.exp(params["log_A_real"])                                  # (H N)
-            dtA = np.exp(params["log_dt"])[:, None] * (A_real + 1j * params["A_imag"])
-        for bad, why in ((~np.isfinite(dtA), "dt A overflows, so exp(dt A) is undefined"),
-                         ((A_real == 0) & (params["A_imag"] == 0),
-                          "A = 0 (exp(log_A_real) underflows and A_imag = 0), so the ZOH factor (exp(dt A) - 1)/A "
-                          "is undefined")):
-            if np.any(bad):
-                h, n = np.argwhere(bad)[0]
-                raise LinrnnError(f"log_dt, log_A_real, A_imag: at channel {h}, mode {n}, {why}")
-    elif isinstance(config, S5Config):
-        Lambda_re, Lambda_im = params["Lambda_re"], params["Lambda_im"]
-        if config.clip_eigs:
-            Lambda_re = np.minimum(Lambda_re, config.CLIP_RE)
-        with np.errstate(over="ignore", invalid="ignore"):
-            half_step = 0.5 * np.exp(params["log_step"]) * (Lambda_re + 1j * Lambda_im)      # Delta Lambda / 2, (N,)
-        if config.discretization == "zoh":
-            singular = (Lambda_re == 0) & (Lambda_im == 0)
-            why = "Lambda = 0, so the ZOH factor (exp(Delta Lambda) - 1)/Lambda is undefined"
-        else:
-            singular = half_step == 1
-            why = "Delta Lambda = 2, so the bilinear factor Delta/(1 - Delta Lambda/2) is undefined"
-        for bad, why in ((~np.isfinite(half_step), "Delta Lambda overflows"), (singular, why)):
-            if np.any(bad):
-                raise LinrnnError(f"Lambda_re, Lambda_im, log_step: at mode {int(np.flatnonzero(bad)[0])}, {why}")
-
-
-# The quantities each mixer derives by exp or a square from its raw recurrence parameters, as the backends form them
-# in their compute dtype: key -> (what it is, its value from the raw array). Beyond the dtype's largest finite number
-# they overflow to inf, and inf in the recurrence becomes NaN (inf * 0, inf - inf) in the scans and FFTs, silently.
-_DERIVED = {
-    "lru": {"nu_log": ("exp(nu_log) = -log|lambda|", np.exp), "theta_log": ("exp(theta_log) = arg lambda", np.exp),
-            "gamma_log": ("exp(gamma_log), the input normalisation", np.exp)},
-    "rotrnn": {"gamma_log": ("exp(gamma_log) = -log gamma", np.exp)},
-    "dlr": {"a": ("a^2 = -log|lambda|", np.square)},
-    "s4d": {"log_A_real": ("exp(log_A_real) = -Re A", np.exp), "log_dt": ("exp(log_dt) = dt", np.exp)},
-    "s5": {"log_step": ("exp(log_step) = Delta", np.exp)},
-}
+    else:
+        from linrnn.impls.specs import spec
+        check = spec(config.kind).validate        # each model's own (`ModelSpec.validate`)
+        if check is not None:
+            check(config, params)
 
 
 def check_compute_range(config: Config, params: Mapping[str, np.ndarray], dtype: str) -> None:
     """Refuse, in one line and before any computation, a bundle whose numbers leave `dtype`'s finite range: a value
-    beyond its largest number (float32: 3.4e38), or a derived log-modulus, step or phase (`_DERIVED`) that overflows
+    beyond its largest number (float32: 3.4e38), or a derived log-modulus, step or phase (each spec's `derived`) that overflows
     it (float32: nu_log, gamma_log, log_A_real above ~88.7, DLR's a above ~1.8e19). Such a layer would give NaN or
     Inf in the backends' scans and convolutions (docs/precision.md, "Numeric edges"). float64 bundles are finite
     (`validate`), so in float64 only the derived quantities can overflow (above ~709.8)."""
@@ -279,18 +235,15 @@ def check_compute_range(config: Config, params: Mapping[str, np.ndarray], dtype:
 
 
 def _check_mixer(kind: str, params: Mapping[str, np.ndarray], real: np.dtype, prefix: str) -> None:
+    from linrnn.impls.specs import spec
+    found = spec(kind)      # its derived quantities (`ModelSpec.derived`) and their product
     for key, array in params.items():
-        _check_range(key, array, real, prefix, _DERIVED.get(kind, {}).get(key))
-    # products of two derived quantities: S4D's dt A (dt Re A), S5's Delta Lambda
-    product = {"s4d": ("log_dt, log_A_real", "dt Re A",
-                       lambda p: np.exp(p["log_dt"].astype(real))[:, None] * np.exp(p["log_A_real"].astype(real))),
-               "s5": ("log_step, Lambda_re, Lambda_im", "Delta Lambda",
-                      lambda p: np.exp(p["log_step"].astype(real)) * np.hypot(p["Lambda_re"].astype(real),
-                                                                              p["Lambda_im"].astype(real)))}.get(kind)
-    if product is not None:
-        keys, what, fn = product
+        _check_range(key, array, real, prefix, found.derived.get(key))
+    # a product of two derived quantities (the spec's `product`): S4D's dt A (dt Re A), S5's Delta Lambda
+    if found.product is not None:
+        keys, what, fn = found.product
         with np.errstate(over="ignore"):
-            over = ~np.isfinite(fn(params))
+            over = ~np.isfinite(fn(params, real))
         if np.any(over):
             at = np.argwhere(over)[0].tolist()
             raise LinrnnError(f"{prefix.rstrip('.') + ': ' if prefix else ''}{keys}: at index {at}, {what} overflows "

@@ -69,6 +69,12 @@ class ModelSpec:
     # system: an object with `rule`, `clips`, `continuous`, `step_key`, `probe_steps`, `estimate`, `predicted`,
     # `conjugate_ambiguous` and `input_name` (S4D's and S5's in their spec files); None: no discretisation
     discretisation: Any = None
+    # values for which the equations are undefined: (config, float64 params) -> None, or a one-line LinrnnError
+    validate: Callable[[Any, Mapping], None] | None = None
+    # the float32 guard (`linrnn.impls.bundle.check_compute_range`): raw key -> (what it derives, the map); and a
+    # product of two derived quantities that can overflow: (the keys, what it is, (params, real dtype) -> array)
+    derived: Mapping[str, tuple[str, Callable]] = field(default_factory=dict)
+    product: tuple[str, str, Callable] | None = None
     # the training grid's state size and initialisation ranges at n complex modes (tasks.grid)
     task_defaults: Callable[[int], dict[str, Any]] = lambda n: {"d_state": n}
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from linrnn.impls.config import DLRConfig
 from linrnn.impls.init import init_dlr
 from linrnn.impls.specs import ModelSpec
@@ -25,4 +27,5 @@ SPEC = ModelSpec(
     variants={"max_kernel_length": (None, 5)},   # the kernel as long as the input, or truncated (L_k = 5 < L)
     readout=("W", (("W_re", "W_im"), ("W_re_rev", "W_im_rev")), 1),
     task_defaults=lambda n: {"d_state": n, "dt_min": 1e-5, "dt_max": 1e-5},
+    derived={"a": ("a^2 = -log|lambda|", np.square)},
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from linrnn.impls.config import LRUConfig
 from linrnn.impls.init import init_lru
 from linrnn.impls.specs import ModelSpec
@@ -24,4 +26,6 @@ SPEC = ModelSpec(
     crosscheck=lambda near_one, bi: {"r_min": 0.5, "r_max": 0.9999 if near_one else 0.99},
     readout=("C", (("C_re", "C_im"), ("C_re_rev", "C_im_rev")), 1),
     task_defaults=lambda n: {"d_state": n, "r_min": 0.999, "r_max": 0.9999},
+    derived={"nu_log": ("exp(nu_log) = -log|lambda|", np.exp), "theta_log": ("exp(theta_log) = arg lambda", np.exp),
+             "gamma_log": ("exp(gamma_log), the input normalisation", np.exp)},
 )

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from linrnn.impls.config import RotRNNConfig
+from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init_rotrnn
 from linrnn.impls.specs import ModelSpec
 
@@ -21,6 +24,14 @@ def task_defaults(n: int) -> dict:
     return {"heads": heads, "d_state": 2 * n // heads, "gamma_min": 0.999, "gamma_max": 0.9999}
 
 
+def validate(cfg: RotRNNConfig, p) -> None:
+    """xi_h = sqrt(1 - gamma_h^2) / ||B_h||_F needs ||B_h||_F > 0."""
+    norms = np.sqrt(np.sum(p["B"] ** 2, axis=(1, 2)))  # (heads,)
+    if np.any(norms == 0):
+        head = int(np.flatnonzero(norms == 0)[0])
+        raise LinrnnError(f"B: head {head} has ||B_h||_F = 0, so xi_h = sqrt(1 - gamma_h^2)/||B_h||_F "
+                          f"is undefined")
+
 SPEC = ModelSpec(
     kind="rotrnn", config=RotRNNConfig, shapes=shapes, recurrence_keys=("M", "theta", "gamma_log"), init=init_rotrnn,
     implementations={"reference": "linrnn.impls.reference.rotrnn", "torch": "linrnn.impls.torch.rotrnn:RotRNN",
@@ -29,4 +40,6 @@ SPEC = ModelSpec(
     crosscheck=lambda near_one, bi: {"gamma_max": 0.9999 if near_one else 0.999},
     variants={"heads": (2, 1, 4), "m_init": ("normal", "near_identity")},
     task_defaults=task_defaults,
+    validate=validate,
+    derived={"gamma_log": ("exp(gamma_log) = -log gamma", np.exp)},
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from linrnn.impls.config import S4DConfig
+from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init_s4d
 from linrnn.impls.specs import ModelSpec
 
@@ -16,6 +17,19 @@ def shapes(cfg: S4DConfig) -> dict:
         out.update({"C_re_rev": (H, N), "C_im_rev": (H, N)})
     return out
 
+
+def validate(cfg: S4DConfig, p) -> None:
+    """exp(dt A) and the ZOH factor (exp(dt A) - 1)/A must be defined."""
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        A_real = -np.exp(p["log_A_real"])                                  # (H N)
+        dtA = np.exp(p["log_dt"])[:, None] * (A_real + 1j * p["A_imag"])
+    for bad, why in ((~np.isfinite(dtA), "dt A overflows, so exp(dt A) is undefined"),
+                     ((A_real == 0) & (p["A_imag"] == 0),
+                      "A = 0 (exp(log_A_real) underflows and A_imag = 0), so the ZOH factor (exp(dt A) - 1)/A "
+                      "is undefined")):
+        if np.any(bad):
+            h, n = np.argwhere(bad)[0]
+            raise LinrnnError(f"log_dt, log_A_real, A_imag: at channel {h}, mode {n}, {why}")
 
 class Discretisation:
     """S4D's discretisation as `linrnn conform` probes it: zero-order hold, one step per channel, one response per
@@ -71,4 +85,8 @@ SPEC = ModelSpec(
     readout=("C", (("C_re", "C_im"), ("C_re_rev", "C_im_rev")), 2),
     discretisation=Discretisation(),
     task_defaults=lambda n: {"d_state": n, "dt_min": 1e-4, "dt_max": 1e-1},
+    validate=validate,
+    derived={"log_A_real": ("exp(log_A_real) = -Re A", np.exp), "log_dt": ("exp(log_dt) = dt", np.exp)},
+    product=("log_dt, log_A_real", "dt Re A",
+             lambda p, real: np.exp(p["log_dt"].astype(real))[:, None] * np.exp(p["log_A_real"].astype(real))),
 )

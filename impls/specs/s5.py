@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from linrnn.impls.config import S5Config
+from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init_s5
 from linrnn.impls.specs import ModelSpec
 
@@ -24,6 +25,23 @@ def crosscheck(near_one: bool, bidirectional: bool) -> dict:
     return {"dt_min": 2e-4 if near_one else 1e-3, "dt_max": 1e-1,
             "discretization": "bilinear" if bidirectional else "zoh", "clip_eigs": bidirectional}
 
+
+def validate(cfg: S5Config, p) -> None:
+    """The rule's factor must be defined: ZOH's (exp(Delta Lambda) - 1)/Lambda, the bilinear Delta/(1 - Delta Lambda/2)."""
+    Lambda_re, Lambda_im = p["Lambda_re"], p["Lambda_im"]
+    if cfg.clip_eigs:
+        Lambda_re = np.minimum(Lambda_re, cfg.CLIP_RE)
+    with np.errstate(over="ignore", invalid="ignore"):
+        half_step = 0.5 * np.exp(p["log_step"]) * (Lambda_re + 1j * Lambda_im)      # Delta Lambda / 2, (N,)
+    if cfg.discretization == "zoh":
+        singular = (Lambda_re == 0) & (Lambda_im == 0)
+        rule = "Lambda = 0, so the ZOH factor (exp(Delta Lambda) - 1)/Lambda is undefined"
+    else:
+        singular = half_step == 1
+        rule = "Delta Lambda = 2, so the bilinear factor Delta/(1 - Delta Lambda/2) is undefined"
+    for bad, why in ((~np.isfinite(half_step), "Delta Lambda overflows"), (singular, rule)):
+        if np.any(bad):
+            raise LinrnnError(f"Lambda_re, Lambda_im, log_step: at mode {int(np.flatnonzero(bad)[0])}, {why}")
 
 class Discretisation:
     """S5's discretisation as `linrnn conform` probes it: one step per mode, `zoh` or `bilinear` by the config,
@@ -79,4 +97,9 @@ SPEC = ModelSpec(
     readout=("C", (("C_re", "C_im"), ("C_re_rev", "C_im_rev")), 2),
     discretisation=Discretisation(),
     task_defaults=lambda n: {"d_state": n, "dt_min": 1e-4, "dt_max": 1e-1},
+    validate=validate,
+    derived={"log_step": ("exp(log_step) = Delta", np.exp)},
+    product=("log_step, Lambda_re, Lambda_im", "Delta Lambda",
+             lambda p, real: np.exp(p["log_step"].astype(real)) * np.hypot(p["Lambda_re"].astype(real),
+                                                                         p["Lambda_im"].astype(real))),
 )
