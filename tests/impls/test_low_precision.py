@@ -220,3 +220,17 @@ def test_the_reference_refuses_a_low_dtype_naming_the_backends_that_compute_in_i
     np.save(inp, np.zeros((1, 3, 4)))
     line = cli.error_line("apply", "--params", params, "--input", inp, "--out", tmp_path / "y.npy", "--dtype", "bfloat16")
     assert line.endswith("--dtype: backend reference computes in float64, found 'bfloat16'; use --backend torch or jax")
+
+
+def test_the_kernels_refuse_a_low_dtype_naming_the_route_that_takes_it():
+    """The Triton and Pallas scans take float32 (complex64) or float64 only; under the policy a layer's scan is float32,
+    so a low-dtype drive is a caller's mistake: one line that names the cast and the layer's mode."""
+    triton_scan = pytest.importorskip("linrnn.impls.torch.triton_scan")
+    from linrnn.impls.jax import pallas_scan
+    log_lam = torch.zeros(2, dtype=torch.complex64)
+    with pytest.raises(LinrnnError, match="^v must be float32 or float64, got torch.bfloat16; .*cast v to float32, "
+                                          "or use the layer's scan mode$"):
+        triton_scan.check_inputs(log_lam, torch.zeros(1, 3, 2, 2, dtype=torch.bfloat16), None, None, 2)
+    z = jnp.zeros(2, jnp.complex64)
+    with pytest.raises(LinrnnError, match="cast to complex64, or use the layer's scan mode$"):
+        pallas_scan.check_inputs(z, jnp.zeros((3, 2), jnp.bfloat16), z)
