@@ -64,7 +64,7 @@ def synthetic() -> dict:
              for f in [{"float32": 1e-6, "bfloat16": 3e-3, "float16": 4e-4}[d]]]
     cells[5]["forward"], cells[5]["within"] = 0.5, False                 # a planted finding
     return {"size": "quick", "sizes": {"kinds": ["lru"], "lengths": [16, 256], "radii": [0.9, 0.999], "loop_max": 256,
-                                       "kernel_max": 256},
+                                       "kernel_max": 256, "long": [], "long_radii": []},
             "dtypes": list(pm.DTYPES), "cells": cells, "findings": [c for c in cells if not c["within"]],
             "seconds": 1.0}
 
