@@ -243,11 +243,17 @@ def cell(kind: str, route: str, dtype: str, L: int, r: float, forward: float, gr
             "within": bool(forward <= tol_f and gradient <= tol_g)}
 
 
-def run(size: str = "default", progress=None) -> dict:
-    """The map at `size` ('quick' or 'default') -> {'cells': [...], 'sizes': ..., 'seconds': ...}."""
+def run(size: str = "default", progress=None, kinds=None, kernels: bool = True) -> dict:
+    """The map at `size` ('quick' or 'default') -> {'cells': [...], 'sizes': ..., 'seconds': ...}; `kinds` (default:
+    the size's) and `kernels` pick a part of it (`merge` joins parts run in several processes)."""
     if size not in SIZES:
         raise LinrnnError(f"size: expected one of {', '.join(SIZES)}, found {size!r}")
-    sizes = SIZES[size]
+    unknown = sorted(set(kinds or ()) - set(KINDS))
+    if unknown:
+        raise LinrnnError(f"kinds: expected some of {', '.join(KINDS)}, found {', '.join(unknown)}")
+    sizes = {**SIZES[size], **({"kinds": tuple(kinds)} if kinds else {})}
+    if not kernels:
+        sizes["kernel_max"] = 0
     start, cells = time.perf_counter(), []
     cases = [(k, L, r) for k in sizes["kinds"] for L in sizes["lengths"] for r in sizes["radii"]]
     cases += [(k, L, r) for k in sizes["kinds"] for L in sizes["long"] for r in sizes["long_radii"]]
@@ -259,6 +265,19 @@ def run(size: str = "default", progress=None) -> dict:
     findings = [c for c in cells if not c["within"]]
     return {"size": size, "sizes": {k: list(v) if isinstance(v, tuple) else v for k, v in sizes.items()},
             "dtypes": list(DTYPES), "cells": cells, "findings": findings, "seconds": time.perf_counter() - start}
+
+
+def merge(parts: list[dict]) -> dict:
+    """One map from parts of one size run apart (`run(kinds=..., kernels=...)`): their cells, in kind order."""
+    if len({p["size"] for p in parts}) != 1:
+        raise LinrnnError("merge: parts of different sizes")
+    order = {k: i for i, k in enumerate((*KINDS, "kernel"))}
+    cells = sorted((c for p in parts for c in p["cells"]), key=lambda c: order[c["kind"]])
+    sizes = {**SIZES[parts[0]["size"]], "kinds": [k for k in KINDS if any(c["kind"] == k for c in cells)],
+             "kernel_max": max(p["sizes"]["kernel_max"] for p in parts)}
+    return {"size": parts[0]["size"], "sizes": {k: list(v) if isinstance(v, tuple) else v for k, v in sizes.items()},
+            "dtypes": list(DTYPES), "cells": cells, "findings": [c for c in cells if not c["within"]],
+            "seconds": sum(p["seconds"] for p in parts), "parts": len(parts)}
 
 
 def write(data: dict, out: str | os.PathLike) -> Path:
@@ -292,6 +311,8 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("precision-map", help="the error of every model x route against float64 over L and the "
                                                     "eigenvalue radius, float32 / bfloat16 / float16, as a results record")
     p.add_argument("--quick", action="store_true", help="LRU and the kernels at L = 16 only")
+    p.add_argument("--kinds", default=None, help="a comma-separated part of the mixers (default: all of the size's)")
+    p.add_argument("--no-kernels", action="store_true", help="leave out the Triton and Pallas kernels")
     p.add_argument("--out", default=str(DEFAULT_OUT), help="the results record (default "
                                                            "reports/results/sections/precision_map.json, which the "
                                                            "report renders)")
@@ -300,7 +321,8 @@ def register(subparsers) -> None:
 
 def _main(args: argparse.Namespace) -> int:
     data = run("quick" if args.quick else "default",
-               progress=lambda i, n, what: print(f"[{i + 1}/{n}] {what}", flush=True))
+               progress=lambda i, n, what: print(f"[{i + 1}/{n}] {what}", flush=True),
+               kinds=None if args.kinds is None else args.kinds.split(","), kernels=not args.no_kernels)
     path = write(data, args.out)
     print("\n".join(summary_lines(data)))
     print(f"wrote {path} ({len(data['cells'])} cells in {data['seconds']:.0f} s)")

@@ -92,3 +92,14 @@ def test_the_record_is_a_report_section_file(tmp_path, monkeypatch):
     assert loaded.results and loaded.results[0]["meta"]["config"]["quick"] is True
     with pytest.raises(Exception, match="--out: expected a .json file"):
         pm.write(synthetic(), tmp_path / "map.txt")
+
+
+def test_parts_run_apart_merge_into_one_map():
+    data = synthetic()
+    lru = {**data, "cells": [c for c in data["cells"] if c["kind"] == "lru"], "seconds": 2.0}
+    kernel = {**data, "cells": [c for c in data["cells"] if c["kind"] == "kernel"], "seconds": 3.0}
+    merged = pm.merge([kernel, lru])
+    assert [c["kind"] for c in merged["cells"]] == [c["kind"] for c in data["cells"]]     # kinds first, kernels last
+    assert merged["findings"] == data["findings"] and merged["seconds"] == 5.0 and merged["parts"] == 2
+    with pytest.raises(Exception, match="kinds: expected some of"):
+        pm.run("quick", kinds=["mamba"])
