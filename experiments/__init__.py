@@ -6,6 +6,7 @@
     speed         forward time against L, every mixer x backend x mode
     tasks         the D4 grid: Shift and ContextShift for DLR, LRU, RotRNN
     normstudy     hidden-state norms, gamma_log drift and orthogonality over training (R8, R9, R1)
+    precision_map every route's error against float64 over L and the radius, float32 / bfloat16 / float16
 
 No verdicts and no drawing here: `linrnn.reports` settles the claims and draws the figures. Every
 record they write or read goes through `linrnn.impls.results` (the envelope, the atomic writer, the stored-results

@@ -29,7 +29,9 @@ def check_dtype(dtype: str, backend: str) -> str:
     """A dtype name that `backend` computes in (`linrnn.impls.config.DTYPES`)."""
     if dtype not in DTYPES[backend]:
         allowed = ", ".join(DTYPES[backend]) + (" only" if len(DTYPES[backend]) == 1 else "")
-        raise LinrnnError(f"dtype: the {backend} backend computes in {allowed}, found {dtype!r}")
+        others = [b for b in DTYPES if b != backend and dtype in DTYPES[b]]
+        hint = f"; {dtype} is computed by backend {' or '.join(others)}" if others else ""
+        raise LinrnnError(f"dtype: the {backend} backend computes in {allowed}, found {dtype!r}{hint}")
     return dtype
 
 

@@ -18,9 +18,14 @@ import numpy as np
 
 from linrnn.impls.backends import BACKENDS, backend
 from linrnn.impls.bundle import load
-from linrnn.impls.config import MIXER_CONFIGS, ModelConfig, config_to_dict, modes
+from linrnn.impls.config import DTYPES, MIXER_CONFIGS, ModelConfig, config_to_dict, modes
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
+
+
+# The .npy dtype `linrnn apply` writes for a computation dtype (else float64): NumPy has no bfloat16, so its values
+# are written as float32, which holds every bfloat16 exactly; float16 values as float16.
+OUTPUT_DTYPES = {"bfloat16": np.float32, "float16": np.float16}
 
 
 def register(subparsers) -> None:
@@ -69,7 +74,10 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, help=".npy output file")
     p.add_argument("--backend", default="reference", help=f"one of {', '.join(BACKENDS)} (default reference)")
     p.add_argument("--mode", default=None, help="the backend's computation mode (default: its first)")
-    p.add_argument("--dtype", default="float64", help="float64 or float32 (the reference: float64 only)")
+    p.add_argument("--dtype", default="float64",
+                   help="float64, float32, bfloat16 or float16 (the reference: float64 only); the low dtypes keep the "
+                        "recurrence in float32 (docs/precision.md, 'Low precision'). The output file is float64, "
+                        "except bfloat16 (float32: its exact upcast, NumPy has no bfloat16) and float16 (float16)")
     p.add_argument("--lengths", default=None, help=".npy integer (B,) valid lengths: padded rows, each row's valid "
                                                    "part computed as if alone (a model's mixers and its pooling)")
     p.add_argument("--segments", default=None, help="layer only: .npy integer (B, L) segment ids: packed sequences, "
@@ -170,18 +178,21 @@ def _apply(args: argparse.Namespace) -> int:
     if mode not in allowed:
         raise LinrnnError(f"--mode: backend {args.backend} has modes {', '.join(allowed)}, found {mode!r}")
     if args.dtype not in impl.DTYPES:
+        others = [b for b in BACKENDS if b != args.backend and args.dtype in DTYPES[b]]
+        hint = f"; use --backend {' or '.join(others)}" if others else ""
         raise LinrnnError(f"--dtype: backend {args.backend} computes in {', '.join(impl.DTYPES)}, "
-                          f"found {args.dtype!r}")
+                          f"found {args.dtype!r}{hint}")
     if bundle.kind == "layer" or bundle.config.vocab_size is None:
         d = bundle.config.d_model if bundle.kind == "layer" else bundle.config.d_input
         if inputs.ndim != 3 or inputs.shape[-1] != d:
             raise LinrnnError(f"--input: expected shape (B, L, {d}) for this {bundle.kind} bundle, "
                               f"found {inputs.shape}")
     y = impl.apply_bundle(bundle, inputs, mode=mode, dtype=args.dtype, lengths=lengths, segments=segments)
+    y = np.asarray(y).astype(OUTPUT_DTYPES.get(args.dtype, np.float64))     # exact: the values are the dtype's
     try:
         with open(args.out, "wb") as fh:  # np.save(path) would silently append '.npy' to other names
-            np.save(fh, np.asarray(y), allow_pickle=False)
+            np.save(fh, y, allow_pickle=False)
     except OSError as err:
         raise LinrnnError(f"cannot write {args.out}: {err.strerror or err}") from None
-    print(f"wrote {args.out} {tuple(np.shape(y))} ({args.backend}, mode {mode}, {args.dtype})")
+    print(f"wrote {args.out} {tuple(np.shape(y))} {y.dtype} ({args.backend}, mode {mode}, {args.dtype})")
     return 0

@@ -30,11 +30,15 @@ MODES: dict[str, tuple[str, ...]] = {
 # A kind without the recurrent and convolution views declares its own modes per backend in its spec
 # (`linrnn.impls.specs`); `KIND_MODES` (kind -> those modes) is a view of the registry, as are `MIXER_CONFIGS`
 # and `KINDS` (module `__getattr__` at the end of this file).
-# The dtypes each backend computes in; the reference is the float64 oracle.
+# The dtypes each backend computes in; the reference is the float64 oracle. The low dtypes follow the
+# mixed-precision policy (docs/precision.md, "Low precision"): inputs, projection weights, activations and
+# outputs in the low dtype, every recurrence (its state, the scan, the kernel and its FFT) in float32.
+LOW_DTYPES: tuple[str, ...] = ("bfloat16", "float16")
+STATE_DTYPE = "float32"            # the recurrence's dtype under a low dtype
 DTYPES: dict[str, tuple[str, ...]] = {
     "reference": ("float64",),
-    "torch": ("float32", "float64"),
-    "jax": ("float32", "float64"),
+    "torch": ("float32", "float64") + LOW_DTYPES,
+    "jax": ("float32", "float64") + LOW_DTYPES,
 }
 # BatchNorm's update of its stored statistics in training mode: stat <- (1 - m) stat + m batch_stat
 # (PyTorch's default, which the authors' training code keeps). Evaluation uses the stored statistics.

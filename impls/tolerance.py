@@ -42,9 +42,27 @@ BASIS: tuple[float, str] = (
          "random M in float32, 2.9 in float64)")
 
 EPS = {"float64": float(np.finfo(np.float64).eps), "float32": float(np.finfo(np.float32).eps),
-       # bf16 appears only as the autocast dtype of the projections (docs/precision.md, "Mixed precision");
-       # it is torch.finfo(torch.bfloat16).eps (NumPy has no bfloat16)
-       "bfloat16": 2.0**-7}
+       # the low dtypes of the mixed-precision policy (docs/precision.md, "Low precision"): machine epsilon, twice
+       # the unit roundoff (2^-8, 2^-11); bf16's is torch.finfo(torch.bfloat16).eps (NumPy has no bfloat16)
+       "bfloat16": 2.0**-7, "float16": float(np.finfo(np.float16).eps)}
+LOW = ("bfloat16", "float16")
+
+# The low dtypes' rows. Under the policy only the operands and results of the projections are in the low dtype; the
+# recurrence (state, scan, kernel, FFT) is float32. So a low-dtype error does not grow with the memory: it is a fixed
+# number of roundings, each at most the unit roundoff eps / 2, relative to the summands they round, and the bound is
+#     rtol = factor(kind) * eps(low) * depth  +  the float32 row of the same kind (the recurrence's own error)
+# depth is 1 for a layer, n_layers + 1 for a model (each block, and the encoder with the decoder, one layer's worth).
+# kind -> (factor, why)
+LOW_FACTORS: dict[str, tuple[float, str]] = {
+    "forward": (4.0, ("a layer's output: the input, the input projection's weights (B, W_in), the read-out's (C, W_out) "
+                     "and D each rounded once, and the output once: 4 roundings of eps/2 = 2 eps of the summands, and "
+                     "twice that for the summands' size over the output's (their cancellation in the normwise measure)")),
+    "gradient": (8.0, ("a layer's gradients: the forward's roundings reach them, the output's cotangent is rounded to the "
+                      "low dtype, and the input gradient once more on the way out: about twice the forward's")),
+    "model": (4.0, ("a deep model's output, per depth unit (each block; the encoder with the decoder): a block rounds "
+                   "the norm's output, the mixer's (the forward row), GELU's, the GLU's two products and their product, "
+                   "and the residual sum: about 8 roundings of eps/2, 4 eps of the summands")),
+}
 
 
 @dataclass(frozen=True)
@@ -68,12 +86,15 @@ def basis_scale(M) -> float:
 
 
 def tolerance(kind: str, dtype: str, length: int = 1, max_abs_eigenvalue: float = 0.0,
-              basis: float = 0.0) -> Tolerance:
+              basis: float = 0.0, depth: int = 1) -> Tolerance:
     """The tolerance for comparing two computations of one quantity of `kind` in `dtype`.
 
     `basis`: `basis_scale(M)` when the compared quantity crossed RotRNN's rotated basis (a state passed in
     or out of an implementation that holds z = P^T x, or outputs computed from such a state); 0 otherwise.
+    `depth`: the low dtypes' kind 'model' only: n_layers + 1 (LOW_FACTORS).
     """
+    if dtype in LOW:
+        return low_tolerance(kind, dtype, length, max_abs_eigenvalue, basis, depth)
     if kind not in FACTORS:
         raise KeyError(f"unknown comparison kind {kind!r}; expected one of {', '.join(FACTORS)}")
     if dtype not in EPS:
@@ -87,6 +108,19 @@ def tolerance(kind: str, dtype: str, length: int = 1, max_abs_eigenvalue: float 
         return Tolerance(factor * EPS[dtype] * m, why)
     return Tolerance(factor * EPS[dtype] * m + BASIS[0] * EPS[dtype] * basis,
                      f"{why}; + {BASIS[0]:g} x eps({dtype}) x basis {basis:.4g}: {BASIS[1]}")
+
+
+def low_tolerance(kind: str, dtype: str, length: int = 1, max_abs_eigenvalue: float = 0.0, basis: float = 0.0,
+                  depth: int = 1) -> Tolerance:
+    """A low dtype's row: factor(kind) * eps(low) * depth + the float32 row (LOW_FACTORS)."""
+    if kind not in LOW_FACTORS:
+        raise KeyError(f"unknown comparison kind {kind!r} for {dtype}; expected one of {', '.join(LOW_FACTORS)}")
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1 or (depth > 1 and kind != "model"):
+        raise ValueError(f"depth: expected a positive integer, above 1 only for kind 'model', found {depth!r}")
+    factor, why = LOW_FACTORS[kind]
+    inner = tolerance("forward" if kind == "model" else kind, "float32", length, max_abs_eigenvalue, basis)
+    return Tolerance(factor * EPS[dtype] * depth + inner.rtol,
+                     f"{factor:g} x eps({dtype}) x depth {depth}: {why}; + the float32 recurrence: {inner.why}")
 
 
 @dataclass(frozen=True)
@@ -105,7 +139,8 @@ class Comparison:
 
 
 def compare(name: str, ref, got, kind: str, dtype: str, length: int = 1,
-            max_abs_eigenvalue: float = 0.0, scale: float | None = None, basis: float = 0.0) -> Comparison:
+            max_abs_eigenvalue: float = 0.0, scale: float | None = None, basis: float = 0.0,
+            depth: int = 1) -> Comparison:
     """Compare `got` with `ref` (any array-likes of one shape); NaN/Inf in either fails first.
 
     `scale`: when `ref` is a sum of larger terms that cancel (e.g. y(u) + y(v) in a linearity check),
@@ -114,7 +149,7 @@ def compare(name: str, ref, got, kind: str, dtype: str, length: int = 1,
     """
     ref = np.asarray(ref)
     got = np.asarray(got)
-    tol = tolerance(kind, dtype, length, max_abs_eigenvalue, basis)
+    tol = tolerance(kind, dtype, length, max_abs_eigenvalue, basis, depth)
     if ref.shape != got.shape:
         return Comparison(name, np.inf, np.inf, tol.rtol, False, f"shape {got.shape} != reference {ref.shape}")
     for label, arr in (("reference", ref), ("result", got)):
@@ -130,9 +165,10 @@ def compare(name: str, ref, got, kind: str, dtype: str, length: int = 1,
 
 
 def assert_close(name: str, ref, got, kind: str, dtype: str, length: int = 1,
-                 max_abs_eigenvalue: float = 0.0, scale: float | None = None, basis: float = 0.0) -> Comparison:
+                 max_abs_eigenvalue: float = 0.0, scale: float | None = None, basis: float = 0.0,
+                 depth: int = 1) -> Comparison:
     """`compare`, raising AssertionError (with both errors and the reason for the tolerance) on failure."""
-    result = compare(name, ref, got, kind, dtype, length, max_abs_eigenvalue, scale, basis)
+    result = compare(name, ref, got, kind, dtype, length, max_abs_eigenvalue, scale, basis, depth)
     if not result.ok:
         raise AssertionError(str(result))
     return result

@@ -23,6 +23,7 @@ AREAS = (
     "linrnn.impls.conform",
     "linrnn.experiments.gpucheck",
     "linrnn.experiments.claims",
+    "linrnn.experiments.precision_map",
     "linrnn.reports.cli",
 )
 

@@ -6,8 +6,8 @@
 
 Beside the page: report.md (a summary for CI and pull requests), ledger.txt and ledger.json.
 
-The sections that train (`STORED_SECTIONS`: the D4 grid and the R8 norm study, minutes each) are not
-retrained by the default report: their stored results, `reports/results/sections/<name>.json` (full
+The sections that take minutes (`STORED_SECTIONS`: the D4 grid and the R8 norm study, which train, and the precision
+map) are not recomputed by the default report: their stored results, `reports/results/sections/<name>.json` (full
 size, with the date and machine they were made on), are copied into DIR and rendered. `--recompute`
 trains them instead; `--quick` always computes them (at the small sizes); a section without a valid
 stored file is computed. The page says, per section, when and where its numbers were made.
@@ -31,7 +31,7 @@ from linrnn.reports.results import SECTIONS_DIR, Loaded, read_results, write_res
 from linrnn.reports.sections import SECTIONS
 
 DEFAULT_OUT = "linrnn-report"
-STORED_SECTIONS = ("tasks", "norms")                              # training runs: rendered from stored results
+STORED_SECTIONS = ("tasks", "norms", "precision_map")             # minutes each: rendered from stored results
 STORED_RESULTS = SECTIONS_DIR                                      # reports/results/sections/ in a checkout
 
 

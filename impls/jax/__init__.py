@@ -38,6 +38,7 @@ import numpy as np
 
 from linrnn.impls.checks import check_lengths, check_sequences, check_tokens
 from linrnn.impls.config import DTYPES as _DTYPES
+from linrnn.impls.config import LOW_DTYPES
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.jax import layer, model
 from linrnn.impls.jax.layer import MODES, apply, step
@@ -73,10 +74,17 @@ def _apply_bundle(bundle, inputs: np.ndarray, mode: str, dtype: str, lengths: np
         if cfg.vocab_size is not None:
             x = jnp.asarray(check_tokens(inputs, cfg.vocab_size))
         else:
-            x = jnp.asarray(check_sequences(inputs, cfg.d_input), dtype=dtype)
+            x = _as(check_sequences(inputs, cfg.d_input), dtype)
         lengths = jnp.asarray(check_lengths(lengths, x.shape[0], x.shape[1]))
         out = model.forward(params, cfg, x, lengths, mode)
     else:
-        u = jnp.asarray(check_sequences(inputs, cfg.d_model), dtype=dtype)
+        u = _as(check_sequences(inputs, cfg.d_model), dtype)
         out, _ = layer.apply(params, cfg, u, mode, lengths=lengths, segments=segments)
-    return np.array(out, dtype=np.float64)
+    return np.array(out.astype(jnp.float32) if dtype in LOW_DTYPES else out, dtype=np.float64)
+
+
+def _as(inputs: np.ndarray, dtype: str) -> jnp.ndarray:
+    """Float64 inputs in `dtype`; a low dtype by way of float32 (the rounding a float32 pipeline's cast makes)."""
+    if dtype in LOW_DTYPES:
+        return jnp.asarray(inputs.astype(np.float32)).astype(dtype)
+    return jnp.asarray(inputs, dtype=dtype)

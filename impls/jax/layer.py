@@ -5,7 +5,8 @@
 
 `params` is a dict of jnp arrays keyed like the layer bundle (`params.from_bundle`); its dtype
 (float32 or float64) is the compute dtype, and the input and state are cast to it (complex64 or
-complex128 for complex states). The mixer modules work on one sequence; this module vmaps them once.
+complex128 for complex states). An input in a low dtype (bfloat16, float16) is computed the same way and its
+output returned in that dtype (docs/precision.md, "Low precision": the recurrence stays in float32). The mixer modules work on one sequence; this module vmaps them once.
 
 Modes (MODES[0] is the default):
 
@@ -38,7 +39,7 @@ from jax import lax
 
 from linrnn.impls import checks
 from linrnn.impls.config import MODES as _MODES
-from linrnn.impls.config import MixerConfig
+from linrnn.impls.config import LOW_DTYPES, MixerConfig
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.jax.params import check_compute_dtype
 from linrnn.impls.segments import check_packing as checks_packing
@@ -153,7 +154,9 @@ def apply(params: Params, cfg: MixerConfig, u: jnp.ndarray, mode: str = "scan", 
         return _per_segment(params, cfg, u, mode, segments), None
     weights = params["D" if stateful else "W_o"]
     check_compute_dtype(weights)
-    u = jnp.asarray(u).astype(weights.dtype)
+    u = jnp.asarray(u)
+    io = u.dtype if u.dtype.name in LOW_DTYPES else None      # a low-dtype input: its output in that dtype too
+    u = u.astype(weights.dtype)
     valid = None if lengths is None else (jnp.arange(u.shape[1])[None, :] < lengths[:, None])[..., None]   # (B L 1)
     if not stateful:
         y, x = spec(cfg.kind).implementation("jax").apply(params, cfg, u, mode, lengths=lengths), None
@@ -161,6 +164,7 @@ def apply(params: Params, cfg: MixerConfig, u: jnp.ndarray, mode: str = "scan", 
         resets = None if segments is None else jnp.pad(segments[:, 1:] != segments[:, :-1], ((0, 0), (1, 0)))
         y, x = _run_checked(materialise(params, cfg), cfg, u if valid is None else jnp.where(valid, u, 0), mode, state,
                             resets)
+    y = y if io is None else y.astype(io)
     if valid is None and segments is None:
         return y, x
     return (y if valid is None else jnp.where(valid, y, jnp.zeros((), y.dtype))), None
@@ -233,5 +237,7 @@ def step(params: Params, cfg: MixerConfig, u_t: jnp.ndarray, state=None):
     """One position of a stream: u_t (B H), state (reference convention) or None -> y_t (B H), state."""
     check_call(cfg, "step", np.shape(u_t), state, streaming=True)
     check_compute_dtype(params["D"])
-    u_t = jnp.asarray(u_t).astype(params["D"].dtype)
-    return _step(materialise(params, cfg), cfg, u_t, state)
+    u_t = jnp.asarray(u_t)
+    io = u_t.dtype if u_t.dtype.name in LOW_DTYPES else None
+    y_t, state = _step(materialise(params, cfg), cfg, u_t.astype(params["D"].dtype), state)
+    return (y_t if io is None else y_t.astype(io)), state

@@ -23,7 +23,9 @@ Training mode (`forward_train`) differs in two places:
 `forward_train(..., remat=True)` wraps each block in `jax.checkpoint`: its activations are recomputed
 in the backward pass instead of stored (the same numbers, with less memory).
 
-`params` is a flat dict keyed like the model bundle; its dtype is the compute dtype.
+`params` is a flat dict keyed like the model bundle; its dtype is the compute dtype. Under a low dtype
+(`params.from_bundle(b, "bfloat16")`) the encoder, norms, GLU, head and decoder compute in it and the mixers in
+float32 with their outputs in it; mean pooling sums in float32 (docs/precision.md, "Low precision").
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import jax
 import jax.numpy as jnp
 
 from linrnn.impls.bundle import sub_params
-from linrnn.impls.config import BATCHNORM_MOMENTUM, ModelConfig
+from linrnn.impls.config import BATCHNORM_MOMENTUM, LOW_DTYPES, ModelConfig
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.jax import layer
 from linrnn.impls.jax.params import check_compute_dtype
@@ -131,8 +133,9 @@ def pool(x: jnp.ndarray, lengths: jnp.ndarray, how: str) -> jnp.ndarray:
         return x
     if how == "last":
         return x[jnp.arange(x.shape[0]), lengths - 1]
-    valid = (jnp.arange(x.shape[1], dtype=lengths.dtype)[None, :] < lengths[:, None]).astype(x.dtype)   # (B L)
-    return jnp.sum(x * valid[..., None], axis=1) / lengths[:, None].astype(x.dtype)
+    acc = jnp.float32 if x.dtype.name in LOW_DTYPES else x.dtype    # a sum over L: float32 under a low dtype
+    valid = (jnp.arange(x.shape[1], dtype=lengths.dtype)[None, :] < lengths[:, None]).astype(acc)   # (B L)
+    return (jnp.sum(x.astype(acc) * valid[..., None], axis=1) / lengths[:, None].astype(acc)).astype(x.dtype)
 
 
 def head(p: Params, cfg: ModelConfig, z: jnp.ndarray) -> jnp.ndarray:

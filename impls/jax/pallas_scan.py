@@ -180,8 +180,10 @@ def check_inputs(log_lam: jnp.ndarray, v: jnp.ndarray, x0: jnp.ndarray) -> None:
                           f"found {log_lam.shape}, {v.shape}, {x0.shape}")
     dtypes = {jnp.dtype(a.dtype) for a in (log_lam, v, x0)}
     if dtypes not in ({jnp.dtype(jnp.complex64)}, {jnp.dtype(jnp.complex128)}):
-        raise LinrnnError(f"pallas scan: expected log_lam, v, x0 of one complex dtype, "
-                          f"found {log_lam.dtype}, {v.dtype}, {x0.dtype}")
+        raise LinrnnError(f"pallas scan: expected log_lam, v, x0 of one complex dtype (complex64 or complex128), "
+                          f"found {log_lam.dtype}, {v.dtype}, {x0.dtype}; a bfloat16 or float16 layer keeps its scan "
+                          f"in complex64 (docs/precision.md, 'Low precision'): cast to complex64, or use the layer's "
+                          f"scan mode")
     if dtypes == {jnp.dtype(jnp.complex128)}:
         check_dtype("float64")             # NumPy complex128 outside `float64()` would be cut to complex64
 

@@ -27,9 +27,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from linrnn.impls.bundle import Bundle, check_compute_range, is_recurrence_key
+from linrnn.impls.bundle import RECURRENCE_KEYS, Bundle, check_compute_range, is_recurrence_key
 from linrnn.impls.checks import check_dtype as check_dtype_name
-from linrnn.impls.config import Config
+from linrnn.impls.config import LOW_DTYPES, STATE_DTYPE, Config, ModelConfig
 from linrnn.impls.errors import LinrnnError
 
 Params = Mapping[str, jnp.ndarray]
@@ -51,7 +51,7 @@ def float64_enabled() -> bool:
 
 
 def precision(dtype: str) -> contextlib.AbstractContextManager:
-    """The scope a computation in `dtype` needs: `float64()` for 'float64', nothing for 'float32'."""
+    """The scope a computation in `dtype` needs: `float64()` for 'float64', nothing for float32 and the low dtypes."""
     check_dtype_name(dtype, "jax")
     return float64() if dtype == "float64" else contextlib.nullcontext()
 
@@ -71,10 +71,30 @@ def check_compute_dtype(array) -> None:
 
 
 def from_bundle(bundle: Bundle, dtype: str = "float64") -> dict[str, jnp.ndarray]:
-    """The bundle's arrays as jnp arrays of `dtype`, same keys (float64: the same numbers, bit for bit)."""
+    """The bundle's arrays as jnp arrays of `dtype`, same keys (float64: the same numbers, bit for bit).
+
+    A low dtype (bfloat16, float16; docs/precision.md, "Low precision"): every mixer parameter in float32, those
+    outside the recurrence (the projections) rounded to the low dtype's values; a model's other parameters (encoder,
+    norms, GLU, head, decoder) in the low dtype. A mixer given an input in a low dtype computes in its parameters'
+    float32 and returns its output in the input's dtype (`layer.apply`).
+    """
     check_dtype(dtype)
-    check_compute_range(bundle.config, bundle.params, dtype)
-    return {key: jnp.asarray(value, dtype=dtype) for key, value in bundle.params.items()}
+    # the guard of the compute dtype's range: under a low dtype, the recurrence's float32
+    check_compute_range(bundle.config, bundle.params, STATE_DTYPE if dtype in LOW_DTYPES else dtype)
+    if dtype not in LOW_DTYPES:
+        return {key: jnp.asarray(value, dtype=dtype) for key, value in bundle.params.items()}
+    mixer = bundle.config.mixer if isinstance(bundle.config, ModelConfig) else bundle.config
+    low = lambda value: jnp.asarray(value, dtype=jnp.float32).astype(dtype)          # f64 -> f32 master -> low
+    out = {}
+    for key, value in bundle.params.items():
+        parts = key.split(".")
+        if len(parts) > 1 and parts[-2] != "mixer":
+            out[key] = low(value)                                                      # a model's non-mixer weight
+        elif parts[-1] in RECURRENCE_KEYS[mixer.kind]:
+            out[key] = jnp.asarray(value, dtype=STATE_DTYPE)                           # the recurrence: float32
+        else:
+            out[key] = low(value).astype(STATE_DTYPE)                                  # a projection: low values, f32
+    return out
 
 
 def to_bundle(config: Config, params: Params) -> Bundle:

@@ -75,6 +75,9 @@ class ModelSpec:
     # product of two derived quantities that can overflow: (the keys, what it is, (params, real dtype) -> array)
     derived: Mapping[str, tuple[str, Callable]] = field(default_factory=dict)
     product: tuple[str, str, Callable] | None = None
+    # (config, params, r) -> the raw recurrence parameters that set every eigenvalue's modulus to exactly r, phases
+    # kept (the precision map's radius ladder); None: no eigenvalues (attention), or not every config (a LinrnnError)
+    with_radius: Callable[[Any, Mapping, float], dict] | None = None
     # the training grid's state size and initialisation ranges at n complex modes (tasks.grid)
     task_defaults: Callable[[int], dict[str, Any]] = lambda n: {"d_state": n}
 

@@ -17,6 +17,10 @@ def shapes(cfg: DLRConfig) -> dict:
     return out
 
 
+def with_radius(cfg: DLRConfig, p, r: float) -> dict:
+    """Every |lambda_n| = exp(-a_n^2) = r."""
+    return {"a": np.full_like(p["a"], np.sqrt(-np.log(r)))}
+
 SPEC = ModelSpec(
     kind="dlr", config=DLRConfig, shapes=shapes, recurrence_keys=("a", "theta"), init=init_dlr,
     implementations={"reference": "linrnn.impls.reference.dlr", "torch": "linrnn.impls.torch.dlr:DLR",
@@ -28,4 +32,5 @@ SPEC = ModelSpec(
     readout=("W", (("W_re", "W_im"), ("W_re_rev", "W_im_rev")), 1),
     task_defaults=lambda n: {"d_state": n, "dt_min": 1e-5, "dt_max": 1e-5},
     derived={"a": ("a^2 = -log|lambda|", np.square)},
+    with_radius=with_radius,
 )

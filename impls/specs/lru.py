@@ -18,6 +18,12 @@ def shapes(cfg: LRUConfig) -> dict:
     return out
 
 
+def with_radius(cfg: LRUConfig, p, r: float) -> dict:
+    """Every |lambda_j| = r; the input normalisation gamma_log = log sqrt(1 - r^2) follows, as the initialisation
+    sets it."""
+    return {"nu_log": np.full_like(p["nu_log"], np.log(-np.log(r))),
+            "gamma_log": np.full_like(p["gamma_log"], 0.5 * np.log(-np.expm1(2 * np.log(r))))}
+
 SPEC = ModelSpec(
     kind="lru", config=LRUConfig, shapes=shapes, recurrence_keys=("nu_log", "theta_log", "gamma_log"), init=init_lru,
     implementations={"reference": "linrnn.impls.reference.lru", "torch": "linrnn.impls.torch.lru:LRU",
@@ -28,4 +34,5 @@ SPEC = ModelSpec(
     task_defaults=lambda n: {"d_state": n, "r_min": 0.999, "r_max": 0.9999},
     derived={"nu_log": ("exp(nu_log) = -log|lambda|", np.exp), "theta_log": ("exp(theta_log) = arg lambda", np.exp),
              "gamma_log": ("exp(gamma_log), the input normalisation", np.exp)},
+    with_radius=with_radius,
 )

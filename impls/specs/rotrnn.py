@@ -32,6 +32,10 @@ def validate(cfg: RotRNNConfig, p) -> None:
         raise LinrnnError(f"B: head {head} has ||B_h||_F = 0, so xi_h = sqrt(1 - gamma_h^2)/||B_h||_F "
                           f"is undefined")
 
+def with_radius(cfg: RotRNNConfig, p, r: float) -> dict:
+    """Every head's decay gamma_h = r."""
+    return {"gamma_log": np.full_like(p["gamma_log"], np.log(-np.log(r)))}
+
 SPEC = ModelSpec(
     kind="rotrnn", config=RotRNNConfig, shapes=shapes, recurrence_keys=("M", "theta", "gamma_log"), init=init_rotrnn,
     implementations={"reference": "linrnn.impls.reference.rotrnn", "torch": "linrnn.impls.torch.rotrnn:RotRNN",
@@ -42,4 +46,5 @@ SPEC = ModelSpec(
     task_defaults=task_defaults,
     validate=validate,
     derived={"gamma_log": ("exp(gamma_log) = -log gamma", np.exp)},
+    with_radius=with_radius,
 )

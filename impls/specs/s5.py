@@ -86,6 +86,12 @@ class Discretisation:
         return 2 * (C[:, n][None, None, :] * modes[None, :, None] * B[n, :][:, None, None]).real
 
 
+def with_radius(cfg: S5Config, p, r: float) -> dict:
+    """Every |Lambda_bar| = exp(Delta Re Lambda) = r, each mode's step kept (zero-order hold only)."""
+    if cfg.discretization != "zoh":
+        raise LinrnnError("with_radius: S5 with the zoh discretisation only")
+    return {"Lambda_re": np.log(r) / np.exp(p["log_step"])}
+
 SPEC = ModelSpec(
     kind="s5", config=S5Config, shapes=shapes, init=init_s5,
     recurrence_keys=("Lambda_re", "Lambda_im", "B_re", "B_im", "log_step"),   # the S5 code's "ssm" group, B included
@@ -102,4 +108,5 @@ SPEC = ModelSpec(
     product=("log_step, Lambda_re, Lambda_im", "Delta Lambda",
              lambda p, real: np.exp(p["log_step"].astype(real)) * np.hypot(p["Lambda_re"].astype(real),
                                                                          p["Lambda_im"].astype(real))),
+    with_radius=with_radius,
 )

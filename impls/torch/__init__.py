@@ -72,10 +72,17 @@ def apply_bundle(bundle: Bundle, inputs: np.ndarray, mode: str = MODES[0], dtype
             if cfg.vocab_size is not None:
                 x = torch.tensor(check_tokens(inputs, cfg.vocab_size), device=device)
             else:
-                x = torch.tensor(check_sequences(inputs, cfg.d_input), dtype=torch_dtype, device=device)
+                x = _as(check_sequences(inputs, cfg.d_input), torch_dtype, device)
             n = check_lengths(lengths, x.shape[0], x.shape[1])
             out = module(x, torch.tensor(n, device=device), mode=mode)
         else:
-            u = torch.tensor(check_sequences(inputs, cfg.d_model), dtype=torch_dtype, device=device)
+            u = _as(check_sequences(inputs, cfg.d_model), torch_dtype, device)
             out, _ = module(u, mode=mode, lengths=lengths, segments=segments)
     return out.detach().cpu().to(torch.float64).numpy().copy()
+
+
+def _as(inputs: np.ndarray, dtype: torch.dtype, device) -> torch.Tensor:
+    """Float64 inputs in `dtype`; a low dtype by way of float32 (the rounding a float32 pipeline's cast makes)."""
+    if dtype in (torch.bfloat16, torch.float16):
+        return torch.tensor(inputs.astype(np.float32), device=device).to(dtype)
+    return torch.tensor(inputs, dtype=dtype, device=device)

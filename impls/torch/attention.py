@@ -99,7 +99,7 @@ class Attention(Mixer):
             y = F.linear(o.transpose(1, 2).flatten(2), self.W_o, self.b_o)
         if lengths is not None:
             y = torch.where(padding_mask(lengths, y.shape[1]), y, torch.zeros((), dtype=y.dtype, device=y.device))
-        return y, None
+        return (y if self.io_dtype is None else y.to(self.io_dtype)), None
 
     def step(self, u_t: torch.Tensor, state: torch.Tensor | None = None):
         """Attention has no streaming step: a LinrnnError."""

@@ -24,16 +24,17 @@ from torch import nn
 
 from linrnn.impls import checks
 from linrnn.impls.bundle import RECURRENCE_KEYS, Bundle, check_compute_range, expected_shapes, mixer_shapes
-from linrnn.impls.config import DTYPES, MODES as _MODES
+from linrnn.impls.config import DTYPES, LOW_DTYPES, STATE_DTYPE, MODES as _MODES
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.segments import check_packing, pieces, starts
 
 MODES = _MODES["torch"]                                  # the first is the default
 TORCH_DTYPES = {name: getattr(torch, name) for name in DTYPES["torch"]}
+LOW = tuple(TORCH_DTYPES[name] for name in LOW_DTYPES)   # the mixed-precision dtypes: the recurrence in STATE_DTYPE
 
 
 def torch_dtype(dtype: Any) -> torch.dtype:
-    """torch.float32 / torch.float64 from a torch dtype or its name; anything else is a LinrnnError."""
+    """torch.float32 / float64 / bfloat16 / float16 from a torch dtype or its name; anything else is a LinrnnError."""
     if isinstance(dtype, torch.dtype) and dtype in TORCH_DTYPES.values():
         return dtype
     name = dtype if isinstance(dtype, str) else str(dtype).removeprefix("torch.")
@@ -66,6 +67,15 @@ def export_bundle(module: nn.Module, config) -> Bundle:
     state = module.state_dict()
     return Bundle(config, {key: state[key].detach().cpu().to(torch.float64).numpy().copy()
                            for key in expected_shapes(config)})
+
+
+def round_to(module: nn.Module, keys, dtype: torch.dtype) -> None:
+    """Round the parameters `keys` of `module` to the values of the low `dtype` (as float32 master weights are
+    cast for a low-precision product), keeping their own dtype."""
+    with torch.no_grad():
+        for key in keys:
+            p = getattr(module, key)
+            p.copy_(p.to(torch.float32).to(dtype))
 
 
 def real_parameters(module: nn.Module, shapes: Mapping[str, tuple[int, ...]], dtype: torch.dtype,
@@ -114,9 +124,15 @@ class Mixer(nn.Module):
                               f"found {type(bundle.config).__name__}")
         self.config = bundle.config
         dtype = torch_dtype(dtype)
-        check_compute_range(self.config, bundle.params, str(dtype).removeprefix("torch."))
-        real_parameters(self, mixer_shapes(self.config), dtype, device)
+        # a low dtype (docs/precision.md, "Low precision"): the input and output in it, the parameters in float32
+        # with the projections' (every key outside the recurrence's) rounded to the low dtype's values
+        self.io_dtype = dtype if dtype in LOW else None
+        check_compute_range(self.config, bundle.params,
+                            STATE_DTYPE if self.io_dtype else str(dtype).removeprefix("torch."))
+        real_parameters(self, mixer_shapes(self.config), TORCH_DTYPES[STATE_DTYPE] if self.io_dtype else dtype, device)
         load_bundle(self, bundle)
+        if self.io_dtype is not None:
+            round_to(self, [k for k in mixer_shapes(self.config) if k not in self.recurrence_keys], self.io_dtype)
 
     @classmethod
     def from_bundle(cls, bundle: Bundle, dtype: torch.dtype = torch.float64, device=None) -> "Mixer":
@@ -140,8 +156,9 @@ class Mixer(nn.Module):
         if u.ndim != ndim or u.shape[-1] != H or 0 in u.shape:
             raise LinrnnError(f"input: expected shape {shape} with H = {H} and no empty dimension, "
                               f"found {tuple(u.shape)}")
-        if u.dtype != self.dtype and u.dtype != autocast_dtype(u.device):
-            raise LinrnnError(f"input: expected dtype {self.dtype} (the layer's), found {u.dtype}")
+        own = self.io_dtype or self.dtype
+        if u.dtype != own and u.dtype != autocast_dtype(u.device):
+            raise LinrnnError(f"input: expected dtype {own} (the layer's), found {u.dtype}")
 
     def check_state(self, state: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype) -> None:
         if not isinstance(state, torch.Tensor) or tuple(state.shape) != shape or state.dtype != dtype:
@@ -220,6 +237,8 @@ class Mixer(nn.Module):
                 y, x = getattr(self, mode)(m, u, x0)
         if valid is not None:
             y = torch.where(valid, y, torch.zeros((), dtype=y.dtype, device=y.device))
+        if self.io_dtype is not None:
+            y = y.to(self.io_dtype)                                    # the output in the low dtype, the state not
         if x is None or self.config.bidirectional or not final_state or lengths is not None or segments is not None:
             return y, None
         return y, self.from_native(m, x)
@@ -249,11 +268,12 @@ class Mixer(nn.Module):
         self.check_view("step", 1, state)
         m = self.materialise()
         x = self.zero_state(m, u_t.shape[0]) if state is None else self.to_native(m, state, u_t.shape[0])
-        y_t, x = self.step_once(m, u_t, x)
-        return y_t, self.from_native(m, x)
+        y_t, x = self.step_once(m, u_t.to(self.dtype), x)
+        return (y_t if self.io_dtype is None else y_t.to(self.io_dtype)), self.from_native(m, x)
 
     def extra_repr(self) -> str:
-        return f"{self.config}, dtype={self.dtype}"
+        io = "" if self.io_dtype is None else f", input and output {self.io_dtype}"
+        return f"{self.config}, dtype={self.dtype}{io}"
 
 
 _eager_forward = torch.compiler.disable(   # `Mixer.eager_modes` under torch.compile

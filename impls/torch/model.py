@@ -36,7 +36,7 @@ from linrnn.impls.bundle import Bundle, sub_params
 from linrnn.impls.config import BATCHNORM_MOMENTUM, ModelConfig
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.specs import implementations
-from linrnn.impls.torch.layer import MODES, export_bundle, load_bundle, padding_mask, torch_dtype
+from linrnn.impls.torch.layer import LOW, MODES, export_bundle, load_bundle, padding_mask, torch_dtype
 
 MIXERS = implementations("torch")   # kind -> its module class (each model registers it in its spec)
 
@@ -193,7 +193,8 @@ class Model(nn.Module):
         if how == "last":
             return x[torch.arange(x.shape[0], device=x.device), lengths - 1]
         valid = torch.arange(x.shape[1], device=x.device)[None, :] < lengths[:, None]     # (B L)
-        return (x * valid[..., None]).sum(dim=1) / lengths[:, None].to(x.dtype)
+        acc = torch.float32 if x.dtype in LOW else x.dtype      # a sum over L: float32 under a low dtype
+        return ((x.to(acc) * valid[..., None]).sum(dim=1) / lengths[:, None].to(acc)).to(x.dtype)
 
     def decode(self, z: torch.Tensor) -> torch.Tensor:
         """Pooled features -> outputs: (B H) -> (B d_out), or (B L H) -> (B L d_out) with pooling 'none'.

@@ -385,7 +385,9 @@ def check_inputs(log_lam: torch.Tensor, v: torch.Tensor, x0: torch.Tensor | None
         raise LinrnnError(f"v must be a (B L n 2) tensor with n = {log_lam.shape[0]} (the lanes of log_lam), "
                           f"got {_describe(v)}")
     if v.dtype not in (torch.float32, torch.float64):
-        raise LinrnnError(f"v must be float32 or float64, got {v.dtype}")
+        raise LinrnnError(f"v must be float32 or float64, got {v.dtype}; a bfloat16 or float16 layer keeps its scan "
+                          f"in float32 (docs/precision.md, 'Low precision'): cast v to float32, or use the layer's "
+                          f"scan mode")
     B, _, n, _ = v.shape
     if x0 is not None and (not isinstance(x0, torch.Tensor) or tuple(x0.shape) != (B, n, 2) or x0.dtype != v.dtype):
         raise LinrnnError(f"x0 must be None or a ({B} {n} 2) {v.dtype} tensor like v's states, got {_describe(x0)}")

@@ -23,8 +23,8 @@ the saved measurements when the page renders.
 
 from __future__ import annotations
 
-from linrnn.reports.sections import (conformance, crosscheck, experiments, gpucheck, norms, reference, speed, tasks,
-                                     theory, training_reduced, training_speed)
+from linrnn.reports.sections import (conformance, crosscheck, experiments, gpucheck, norms, precision_map, reference,
+                                     speed, tasks, theory, training_reduced, training_speed)
 
-SECTIONS = (reference, crosscheck, conformance, theory, speed, training_speed, tasks, training_reduced, experiments,
-            norms, gpucheck)
+SECTIONS = (reference, crosscheck, conformance, theory, precision_map, speed, training_speed, tasks, training_reduced,
+            experiments, norms, gpucheck)

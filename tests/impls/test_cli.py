@@ -140,7 +140,9 @@ def test_pickled_input_is_refused(cli, files):
     (["--backend", "numba"], "backend: expected one of reference, torch, jax, found 'numba'"),
     (["--mode", "scan"], "--mode: backend reference has modes sequential, conv, found 'scan'"),
     (["--dtype", "float32"], "--dtype: backend reference computes in float64, found 'float32'"),
-    (["--dtype", "float16"], "--dtype: backend reference computes in float64, found 'float16'"),
+    (["--dtype", "float16"], ("--dtype: backend reference computes in float64, found 'float16'; use --backend torch "
+                              "or jax")),
+    (["--dtype", "int8"], "--dtype: backend reference computes in float64, found 'int8'"),
 ])
 def test_unknown_backend_mode_dtype(cli, files, option, message):
     line = cli.error_line("apply", "--params", files / "layer.npz", "--input", files / "u.npy",

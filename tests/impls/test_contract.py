@@ -54,8 +54,12 @@ def test_each_backend_takes_its_modes_and_dtypes_from_the_one_table(name):
     assert message(lambda: backend.apply_bundle(bundle, u, mode="fast")) == (
         f"mode: the {name} backend has modes {', '.join(MODES[name])}, found 'fast'")
     only = " only" if len(DTYPES[name]) == 1 else ""
-    assert message(lambda: backend.apply_bundle(bundle, u, dtype="float16")) == (
-        f"dtype: the {name} backend computes in {', '.join(DTYPES[name])}{only}, found 'float16'")
+    assert message(lambda: backend.apply_bundle(bundle, u, dtype="int8")) == (
+        f"dtype: the {name} backend computes in {', '.join(DTYPES[name])}{only}, found 'int8'")
+    if name == "reference":      # a dtype another backend computes in: named
+        assert message(lambda: backend.apply_bundle(bundle, u, dtype="float16")) == (
+            "dtype: the reference backend computes in float64 only, found 'float16'; float16 is computed by backend "
+            "torch or jax")
 
 
 def test_a_truncated_dlr_kernel_is_refused_outside_conv_with_one_message():

@@ -193,7 +193,7 @@ def test_apply_bundle_rejects_bad_arguments_naming_the_field():
     u = rng.standard_normal((1, 4, 2))
     cases = [
         (dict(inputs=u, mode="fast"), "mode"),
-        (dict(inputs=u, dtype="float16"), "dtype"),
+        (dict(inputs=u, dtype="int8"), "dtype"),
         (dict(inputs=u, lengths=np.array([4, 4])), "lengths"),     # a layer takes lengths (B,): here B = 1
         (dict(inputs=u, lengths=np.array([0])), "lengths"),
         (dict(inputs=u, segments=np.zeros((1, 3), np.int64)), "segments"),

@@ -54,7 +54,7 @@ def test_to_bundle_validates_keys_and_shapes():
     with pytest.raises(LinrnnError, match="^D: expected shape"):
         to_bundle(cfg, {**params, "D": jnp.zeros(5)})
     with pytest.raises(LinrnnError, match="^dtype:"):
-        from_bundle(init(cfg, 0), "bfloat16")
+        from_bundle(init(cfg, 0), "int8")
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.kind)

@@ -24,7 +24,7 @@ LAYERS = [RotRNNConfig(d_model=3, d_state=2, heads=2, bidirectional=True), LRUCo
 def test_the_registry_serves_this_package():
     assert backend("torch") is torch_backend
     assert torch_backend.MODES[0] == "scan" and set(torch_backend.MODES) == {"scan", "sequential", "conv", "step"}
-    assert torch_backend.DTYPES == ("float32", "float64")
+    assert torch_backend.DTYPES == ("float32", "float64", "bfloat16", "float16")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -63,8 +63,9 @@ def test_apply_bundle_names_the_bad_field():
     with pytest.raises(LinrnnError, match="^mode: the torch backend has modes scan, sequential, conv, step, "
                                           "found 'fft'"):
         torch_backend.apply_bundle(bundle, u, "fft", "float64")
-    with pytest.raises(LinrnnError, match="^dtype: the torch backend computes in float32, float64, found 'float16'"):
-        torch_backend.apply_bundle(bundle, u, "scan", "float16")
+    with pytest.raises(LinrnnError, match="^dtype: the torch backend computes in float32, float64, bfloat16, float16, "
+                                          "found 'int8'"):
+        torch_backend.apply_bundle(bundle, u, "scan", "int8")
     with pytest.raises(LinrnnError, match=r"^lengths: expected integers of shape \(1,\)"):
         torch_backend.apply_bundle(bundle, u, "scan", "float64", np.array([4, 4]))
     with pytest.raises(LinrnnError, match=r"^input: expected shape \(B, L, 3\)"):

@@ -289,7 +289,8 @@ def test_bad_inputs_name_what_was_expected():
         layer(u, "scan", torch.zeros(2, 5, dtype=torch.complex64))
     with pytest.raises(LinrnnError, match=r"input: expected shape \(B, H\)"):
         layer.step(u)
-    with pytest.raises(LinrnnError, match="dtype: the torch backend computes in float32, float64, found 'float16'"):
-        from_bundle(init(cfg, 0), torch.float16)
+    with pytest.raises(LinrnnError, match="dtype: the torch backend computes in float32, float64, bfloat16, float16, "
+                                          "found 'int32'"):
+        from_bundle(init(cfg, 0), torch.int32)
     with pytest.raises(LinrnnError, match="expected a LRUConfig layer bundle"):
         LRU.from_bundle(init(config("dlr"), 0))
