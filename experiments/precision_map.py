@@ -270,15 +270,16 @@ def merge(parts: list[dict]) -> dict:
 
 
 def write(data: dict, out: str | os.PathLike) -> Path:
-    """The results record (one small function: the results writers are being unified)."""
-    from linrnn.reports.results import write_result
+    """The results record: a section record of `linrnn.impls.results`, written atomically."""
+    from linrnn.impls import results
 
     out = Path(out)
     if out.suffix != ".json":
         raise LinrnnError(f"--out: expected a .json file, found {out}")
     config = {"size": data["size"], **data["sizes"], "quick": data["size"] == "quick",
               "command": "linrnn precision-map" + (" --quick" if data["size"] == "quick" else "")}
-    return write_result(out.parent, out.stem, data, config)
+    return results.write(out, results.SectionRecord(out.stem, "cpu", config, data,
+                                                   results.Envelope.here(config["command"])))
 
 
 def summary_lines(data: dict) -> list[str]:
