@@ -36,14 +36,21 @@ def test_the_top_level_help_lists_the_new_commands(capsys):
     assert "bench" in out and "reduced-training" in out
 
 
+# the sweep's other options at toy sizes: a check that went missing makes a quick sweep that exits 0, not a long one
+TINY_SWEEP = ["--frameworks", "torch", "--mixers", "lru", "--width", "4", "--state", "4", "--heads", "2", "--no-peers",
+              "--no-memory", "--interleaved-rounds", "0", "--growth-rounds", "0"]
+
+
 @pytest.mark.parametrize("argv, message", [
     (["bench", "torch", "--threads", "0"], "--threads: expected 1 or more, found 0"),
     (["bench", "parts", "--rounds", "0"], "--rounds: expected 1 or more, found 0"),
     (["bench", "jax", "--L", "0"], "--L: expected 1 or more, found 0"),
     (["bench", "jax", "--dtype", "float16"], "--dtype: expected float32 or float64, found 'float16'"),
-    (["bench", "training-speed", "--lengths", "0,16"], "--lengths: expected positive integers, found '0,16'"),
-    (["bench", "training-speed", "--batch", "0"], "--batch: expected 1 or more, found 0"),
-    (["bench", "training-speed", "--budget-s", "-1"], "--budget-s: expected a positive number of seconds"),
+    (["bench", "training-speed", *TINY_SWEEP, "--lengths", "0,16"],
+     "--lengths: expected positive integers, found '0,16'"),
+    (["bench", "training-speed", *TINY_SWEEP, "--lengths", "16", "--batch", "0"], "--batch: expected 1 or more, found 0"),
+    (["bench", "training-speed", *TINY_SWEEP, "--lengths", "16", "--budget-s", "-1"],
+     "--budget-s: expected a positive number of seconds"),
     (["reduced-training", "--data", "D", "--out", "O", "--only", "nope"], "--only: expected names among"),
 ])
 def test_a_bad_input_is_one_line_and_exit_2(argv, message, capsys, tmp_path, monkeypatch):
