@@ -8,6 +8,8 @@
                                                      the JAX side's forward medians per mixer and mode
     linrnn bench training-speed [--out FILE] [...]   the training-speed and memory sweep the report renders
                                                      (`linrnn.experiments.training_speed`)
+    linrnn bench growth [--rounds R]                 PyTorch's fwd+bwd growth t(65536) / t(4096) alone, in
+                                                     interleaved rounds (`training_speed.growth_rounds`)
     linrnn reduced-training --data DIR --out FILE [--only NAMES] [--runs DIR]
                                                      the papers' data tasks at a reduced scale
                                                      (`linrnn.experiments.reduced_training`)
@@ -54,6 +56,12 @@ def register(subparsers) -> None:
     training_speed.add_arguments(p)
     p.set_defaults(func=lambda args: training_speed.run_command(args, _command_line(args)))
 
+    p = actions.add_parser("growth", help="PyTorch's forward+backward growth t(65536) / t(4096) alone: every layer "
+                                          "and the GEMM floor at both lengths, in interleaved rounds")
+    p.add_argument("--rounds", type=int, default=training_speed.INTERLEAVED_ROUNDS,
+                   help=f"interleaved rounds (default {training_speed.INTERLEAVED_ROUNDS})")
+    p.set_defaults(func=_growth)
+
     p = subparsers.add_parser("reduced-training", help="the papers' data tasks trained at a reduced scale, "
                                                        "each beside its baseline; one JSON for the report")
     reduced_training.add_arguments(p)
@@ -83,6 +91,14 @@ def _parts(args: argparse.Namespace) -> int:
     from linrnn.impls.torch.bench import forward_parts_table
 
     print(forward_parts_table(args.rounds))
+    return 0
+
+
+def _growth(args: argparse.Namespace) -> int:
+    _at_least_one("rounds", args.rounds)
+    from linrnn.experiments.training_speed import growth_markdown, growth_rounds
+
+    print(growth_markdown(growth_rounds(rounds=args.rounds)))
     return 0
 
 

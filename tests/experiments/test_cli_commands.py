@@ -10,12 +10,13 @@ import pytest
 from linrnn.cli import main
 
 HELP = {
-    ("bench",): ["torch", "parts", "jax", "training-speed"],
+    ("bench",): ["torch", "parts", "jax", "training-speed", "growth"],
     ("bench", "torch"): ["--threads"],
     ("bench", "parts"): ["--rounds"],
     ("bench", "jax"): ["--B", "--L", "--H", "--N", "--heads", "--dtype", "--repeats"],
     ("bench", "training-speed"): ["--out", "--device", "--lengths", "--budget-s", "--interleaved-rounds",
                                   "--growth-rounds", "--no-peers", "--no-memory"],
+    ("bench", "growth"): ["--rounds"],
     ("reduced-training",): ["--data", "--out", "--only", "--runs", "--quiet"],
 }
 
@@ -44,6 +45,7 @@ TINY_SWEEP = ["--frameworks", "torch", "--mixers", "lru", "--width", "4", "--sta
 @pytest.mark.parametrize("argv, message", [
     (["bench", "torch", "--threads", "0"], "--threads: expected 1 or more, found 0"),
     (["bench", "parts", "--rounds", "0"], "--rounds: expected 1 or more, found 0"),
+    (["bench", "growth", "--rounds", "0"], "--rounds: expected 1 or more, found 0"),
     (["bench", "jax", "--L", "0"], "--L: expected 1 or more, found 0"),
     (["bench", "jax", "--dtype", "float16"], "--dtype: expected float32 or float64, found 'float16'"),
     (["bench", "training-speed", *TINY_SWEEP, "--lengths", "0,16"],
@@ -63,6 +65,7 @@ def test_a_bad_input_is_one_line_and_exit_2(argv, message, capsys, tmp_path, mon
 
 def test_the_bench_tables_get_the_options(monkeypatch, capsys):
     """Each action calls its harness with the options given (the harness replaced by a recorder)."""
+    from linrnn.experiments import training_speed
     from linrnn.impls.jax import bench as jax_bench
     from linrnn.impls.torch import bench as torch_bench
 
@@ -70,10 +73,14 @@ def test_the_bench_tables_get_the_options(monkeypatch, capsys):
     monkeypatch.setattr(torch_bench, "routes_table", lambda *args: calls.append(("routes", args)) or "routes")
     monkeypatch.setattr(torch_bench, "forward_parts_table", lambda *args: calls.append(("parts", args)) or "parts")
     monkeypatch.setattr(jax_bench, "forward_table", lambda *args: calls.append(("jax", args)) or "jax")
+    monkeypatch.setattr(training_speed, "growth_rounds", lambda **kwargs: calls.append(("growth", kwargs)) or ["rows"])
+    monkeypatch.setattr(training_speed, "growth_markdown", lambda rows: f"growth-{rows[0]}")
     assert main(["bench", "torch", "--threads", "1"]) == 0
     assert main(["bench", "torch"]) == 0
     assert main(["bench", "parts", "--rounds", "3"]) == 0
     assert main(["bench", "jax", "--B", "2", "--L", "16", "--H", "4", "--N", "6", "--heads", "3", "--dtype", "float64",
                  "--repeats", "2"]) == 0
-    assert calls == [("routes", (1,)), ("routes", (None,)), ("parts", (3,)), ("jax", (2, 16, 4, 6, 3, "float64", 2))]
-    assert capsys.readouterr().out.split() == ["routes", "routes", "parts", "jax"]
+    assert main(["bench", "growth", "--rounds", "4"]) == 0
+    assert calls == [("routes", (1,)), ("routes", (None,)), ("parts", (3,)), ("jax", (2, 16, 4, 6, 3, "float64", 2)),
+                     ("growth", {"rounds": 4})]
+    assert capsys.readouterr().out.split() == ["routes", "routes", "parts", "jax", "growth-rows"]
