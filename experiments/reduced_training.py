@@ -10,7 +10,7 @@ says whether the model learnt anything:
     tokens                      the same over the scored positions
     segmentation                the macro F1 of always answering the most frequent pixel class
 
-    python -m linrnn.experiments.reduced_training --data DIR --out reports/results/training_reduced_cpu.json
+    linrnn reduced-training --data DIR --out reports/results/training_reduced_cpu.json
         [--only NAME[,NAME]] [--runs DIR]
 
 generates each data set under DIR when it is not there (seeded, so the same data every time), trains
@@ -232,20 +232,34 @@ def run_one(run: Run, data_root: Path, runs_root: Path, progress: bool) -> dict:
             "machine": record["machine"], "code_version": record["code_version"]}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m linrnn.experiments.reduced_training", description=__doc__.split("\n\n")[0])
+PROG = "linrnn reduced-training"
+DESCRIPTION = __doc__.split("\n\n")[0]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `linrnn reduced-training` (`run_command` reads them)."""
     parser.add_argument("--data", required=True, help="folder of the generated data sets (made when missing)")
     parser.add_argument("--out", required=True, help="the JSON file to write")
     parser.add_argument("--runs", default=None, help="folder of the run directories (default DATA/runs)")
     parser.add_argument("--only", default=None, help=f"comma-separated run names: {', '.join(r.name for r in RUNS)}")
-    parser.add_argument("--quiet", action="store_true")
-    args = parser.parse_args(argv)
+    parser.add_argument("--quiet", action="store_true", help="no per-step progress bars")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`linrnn reduced-training` with these options, in-process (bad input raises `LinrnnError`)."""
+    parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
+    add_arguments(parser)
+    given = list(sys.argv[1:] if argv is None else argv)
+    return run_command(parser.parse_args(given), " ".join([PROG, *given]))
+
+
+def run_command(args: argparse.Namespace, command: str) -> int:
+    """Train the runs the options choose and write `--out`, its `command` the command line that ran it."""
     names = [r.name for r in RUNS]
     chosen = names if args.only is None else [n.strip() for n in args.only.split(",")]
     bad = [n for n in chosen if n not in names]
     if bad:
-        print(f"--only: expected names among {', '.join(names)}, found {', '.join(bad)}", file=sys.stderr)
-        return 2
+        raise LinrnnError(f"--only: expected names among {', '.join(names)}, found {', '.join(bad)}")
     data_root = Path(args.data)
     runs_root = Path(args.runs) if args.runs else data_root / "runs"
     out = Path(args.out)
@@ -257,11 +271,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{run.name}: test {rows[run.name]['metric']} at the best validation "
                   f"{rows[run.name]['test_at_best_val']:.4f} (baseline {rows[run.name]['baseline']['value']:.4f}), "
                   f"{rows[run.name]['seconds_per_step']:.2f} s/step", flush=True)
-            command = "python -m linrnn.experiments.reduced_training " + " ".join(argv or sys.argv[1:])
             write(out, ReducedTrainingRecord(runs=[rows[r.name] for r in RUNS if r.name in rows],
                                              envelope=Envelope.here(command)))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""Scan speed: every mixer x backend x mode, forward time against L (the report's speed section, claim D9).
+"""Scan speed: RotRNN, LRU and DLR x backend x mode, forward time against L (the report's speed section, claim D9).
 
 Uses the same harnesses as `pytest --benchmark` (`linrnn.impls.torch.bench`, `linrnn.impls.jax.bench`):
 one layer, float32, compiled and warmed up before timing, the median of a few calls. The float64

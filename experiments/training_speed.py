@@ -36,7 +36,7 @@ out (or the peak scaled linearly from the last length would exceed 80% of the me
 at `deadline`; each such row says so. LRU-pytorch loops over batch and time in Python and is run up
 to L = 4096 only. Timing is the median of up to 7 calls after a warm-up (`timed_median_ms`).
 
-    python -m linrnn.experiments.training_speed --out reports/results/training_speed_cpu.json
+    linrnn bench training-speed --out reports/results/training_speed_cpu.json
 
 runs the whole sweep, then `interleaved` at L = 4096 (stored as the sweep's "interleaved" rows;
 `--interleaved-rounds 0` leaves it out) and `growth_rounds` (the sweep's "growth_rounds" rows;
@@ -478,7 +478,7 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-# -- the stored sweep: what `python -m linrnn.experiments.training_speed --out FILE` writes ------------
+# -- the stored sweep: what `linrnn bench training-speed --out FILE` writes ------------------------------
 
 EXTRA_LIBRARIES = ("s5-pytorch", "LRU-pytorch", "triton", "pytest-benchmark")
 
@@ -515,10 +515,13 @@ def check_stored(record) -> str | None:
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m linrnn.experiments.training_speed",
-                                     description="time and peak memory of one layer, forward and forward+backward, "
-                                                 "against L, beside the GEMM floor and the peers")
+PROG = "linrnn bench training-speed"
+DESCRIPTION = ("time and peak memory of one layer, forward and forward+backward, against L, beside the GEMM floor "
+               "and the peers")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `linrnn bench training-speed` (`run_command` reads them)."""
     parser.add_argument("--out", default=None, help="write the stored sweep here (JSON), e.g. "
                                                     "reports/results/training_speed_cpu.json")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
@@ -539,10 +542,24 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"then time PyTorch's growth t({SCALING[1]}) / t({SCALING[0]}) in this many interleaved "
                              f"rounds (`growth_rounds`; default {INTERLEAVED_ROUNDS}; 0: not; only when --lengths has "
                              "both)")
-    args = parser.parse_args(argv)
-    for flag in ("interleaved_rounds", "growth_rounds"):            # before the sweep, not after its minutes
-        if getattr(args, flag) < 0:
-            raise LinrnnError(f"--{flag.replace('_', '-')}: expected 0 or more, found {getattr(args, flag)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`linrnn bench training-speed` with these options, in-process (bad input raises `LinrnnError`)."""
+    parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
+    add_arguments(parser)
+    given = list(sys.argv[1:] if argv is None else argv)
+    return run_command(parser.parse_args(given), " ".join([PROG, *given]))
+
+
+def run_command(args: argparse.Namespace, command: str) -> int:
+    """The sweep the options ask for: printed, and stored in `--out` with `command` (the command line that ran it)."""
+    for flag, least in (("interleaved_rounds", 0), ("growth_rounds", 0), ("batch", 1), ("width", 1), ("state", 1),
+                        ("heads", 1)):                               # before the sweep, not after its minutes
+        if getattr(args, flag) < least:
+            raise LinrnnError(f"--{flag.replace('_', '-')}: expected {least} or more, found {getattr(args, flag)}")
+    if args.budget_s is not None and not args.budget_s > 0:
+        raise LinrnnError(f"--budget-s: expected a positive number of seconds, found {args.budget_s}")
 
     def progress(done: int, total: int, what: str) -> None:
         print(f"[{done}/{total}] {what}", file=sys.stderr, flush=True)
@@ -551,6 +568,8 @@ def main(argv: list[str] | None = None) -> int:
         lengths = [int(x) for x in args.lengths.split(",")]
     except ValueError:
         raise LinrnnError(f"--lengths: expected comma-separated integers, found {args.lengths!r}") from None
+    if not lengths or min(lengths) < 1:
+        raise LinrnnError(f"--lengths: expected positive integers, found {args.lengths!r}")
     result = sweep(device=args.device, lengths=lengths, batch=args.batch, width=args.width, state=args.state,
                    heads=args.heads, frameworks=tuple(args.frameworks.split(",")), mixers=tuple(args.mixers.split(",")),
                    peers=not args.no_peers, memory=not args.no_memory, budget_s=args.budget_s, progress=progress)
@@ -564,18 +583,9 @@ def main(argv: list[str] | None = None) -> int:
         result["growth_rounds"] = growth_rounds(lengths=SCALING, rounds=args.growth_rounds, **sizes)
     print(markdown(result))
     if args.out:
-        given = argv if argv is not None else sys.argv[1:]
-        command = " ".join(["python -m linrnn.experiments.training_speed", *given])
         from linrnn.impls.results import write
 
         write(args.out, stored_record(result, command))
         print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
-
-if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except LinrnnError as err:
-        print(f"training_speed: error: {err}", file=sys.stderr)
-        sys.exit(2)

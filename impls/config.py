@@ -1,4 +1,4 @@
-"""Frozen configurations of the three mixers and of the deep model (docs/models.md).
+"""Frozen configurations of the six mixers (`MIXER_CONFIGS`) and of the deep model (docs/models.md).
 
 A configuration decides every shape of a bundle; the numbers live in the bundle itself. Each field has
 a typed default and a comment. Values are checked on construction, so a bad size or range fails at

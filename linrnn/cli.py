@@ -1,8 +1,9 @@
 """`linrnn`: the command line of the project.
 
 Each area registers its own sub-commands (`register(subparsers)`, setting `func`), so this file only
-dispatches. A `LinrnnError` (bad input, bad file, unknown name) becomes one line on stderr and exit
-status 2; anything else is a bug and keeps its traceback.
+dispatches; a command finds the command line it was given (after `linrnn`) in `args.argv`. A `LinrnnError`
+(bad input, bad file, unknown name) becomes one line on stderr and exit status 2; anything else is a bug
+and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ AREAS = (
     "linrnn.experiments.gpucheck",
     "linrnn.experiments.claims",
     "linrnn.experiments.precision_map",
+    "linrnn.experiments.cli",
     "linrnn.reports.cli",
 )
 
@@ -47,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = [str(a) for a in (sys.argv[1:] if argv is None else argv)]
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)      # the command, for the records it writes
     try:

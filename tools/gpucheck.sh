@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# The one script for a lent GPU (docs/gpu.md): `linrnn gpucheck` on a bare device machine, then the page.
+# The one script for a GPU machine (docs/gpu.md, "What a GPU machine needs"): `linrnn gpucheck`, then the page.
 #
-#   run(command="bash tools/gpucheck.sh", carry=[".whl"], timeout_s=560)
+#   OUT=DIR bash tools/gpucheck.sh [gpucheck's options]
 #
-# The machine (/work/.library/device/KINDS.md, nvidia-h200) reaches no registry: its image's python3 already
-# holds a CUDA PyTorch, JAX with its CUDA plugin, Triton and every dependency of linrnn. Installed here:
+# The GPU machine may reach no package index: its python3 must already hold a CUDA PyTorch with Triton, JAX
+# with its CUDA plugin and every dependency of linrnn. Nothing is downloaded here. Installed:
 #   - linrnn itself, without pip: a package folder whose sub-packages link to this checkout's areas, plus
 #     the metadata `importlib.metadata.version("linrnn")` reads (no build backend, no network);
-#   - the peers s5-pytorch and LRU-pytorch from .whl/ (pure-Python wheels made on the dev machine with
-#     `pip download --no-deps -d .whl LRU-pytorch==0.1.3 s5-pytorch==0.2.1`, the sdist built by `pip wheel`);
+#   - every wheel in .whl/ (carried with the checkout; --no-index): the peers s5-pytorch and LRU-pytorch,
+#     pure-Python wheels made where there is network with
+#     `pip download --no-deps -d .whl LRU-pytorch==0.1.3 s5-pytorch==0.2.1` (the sdist built by `pip wheel`);
 #     without them the sweep records the peers as not available. mamba-ssm (the gpucheck step "mamba") has no such
-#     wheel: its build compiles CUDA; a wheel built for the image's torch / CUDA / Python, put in .whl/, is installed
-#     with the others, and without it the step reads "skipped: mamba_ssm is not installed (it needs CUDA to build)".
+#     wheel: its build compiles CUDA; a wheel built for the machine's torch / CUDA / Python, put in .whl/, is
+#     installed with the others, and without it the step reads "skipped: mamba_ssm is not installed (it needs CUDA
+#     to build)".
 # Results: $OUT/gpu/{gpucheck.json, gpucheck.log, report.html, ledger.txt}. The command's own deadline is
 # --budget-s (420 s); `timeout` stops it at GPUCHECK_TIMEOUT (480 s) whatever happens, and what it
 # had saved stays in gpucheck.json.

@@ -10,7 +10,7 @@ The same signatures, defaults and return types as `linrnn.impls.torch.bench`'s b
 companions with a `direction` ('forward' or 'forward+backward'): `make_gemm_floor` (the two
 projections of an LRU layer alone, (u W_in) W_out with W_in (H 2N)) and `make_scan_alone` (the
 recurrence alone, vmapped over the batch: 'sequential' is `lax.scan`, 'pallas' the Pallas kernel).
-`tests/bench/` times them with pytest-benchmark; `python -m linrnn.impls.jax.bench` prints a table
+`tests/bench/` times them with pytest-benchmark; `linrnn bench jax` prints a table
 of forward medians. N is the layer's total state size: RotRNN runs `heads` heads of N/heads.
 
 Every builder compiles its call ahead of time from the shapes alone (`jax.eval_shape`), then calls
@@ -22,7 +22,6 @@ own account of the compiled call (arguments + outputs + temporaries - aliased), 
 
 from __future__ import annotations
 
-import argparse
 import platform
 from typing import Any, Callable
 
@@ -209,22 +208,18 @@ def scan_alone(route: str, B: int = 8, L: int = 4096, n: int = 128, dtype: str =
     return forward
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description="median forward time (ms) of one JAX layer per mixer and mode")
-    for name, default in (("B", 8), ("L", 4096), ("H", 128), ("N", 128), ("heads", 16)):
-        parser.add_argument(f"--{name}", type=int, default=default)
-    parser.add_argument("--dtype", default="float32")
-    parser.add_argument("--repeats", type=int, default=7)
-    args = parser.parse_args()
-    print(f"B={args.B} L={args.L} H={args.H} N={args.N} {args.dtype} on {jax.devices()[0]}")
-    print(f"{'mixer':8s}" + "".join(f"{mode:>12s}" for mode in layer.MODES))
+def forward_table(B: int = 8, L: int = 4096, H: int = 128, N: int = 128, heads: int = 16, dtype: str = "float32",
+                  repeats: int = 7) -> str:
+    """`linrnn bench jax`: the median forward time (ms) of one layer per mixer (`KINDS`) and mode, as a text table."""
+    for name, value in (("B", B), ("L", L), ("H", H), ("N", N), ("heads", heads), ("repeats", repeats)):
+        if value < 1:
+            raise LinrnnError(f"{name}: expected 1 or more, found {value}")
+    lines = [f"B={B} L={L} H={H} N={N} {dtype} on {jax.devices()[0]}",
+             f"{'mixer':10s}" + "".join(f"{mode:>12s}" for mode in layer.MODES)]
     for kind in KINDS:
         row = []
         for mode in layer.MODES:
-            forward, _ = make_forward(kind, mode, args.B, args.L, args.H, args.N, args.heads, args.dtype)
-            row.append(median_ms(forward, args.repeats, warmup=0))
-        print(f"{kind:8s}" + "".join(f"{ms:12.1f}" for ms in row))
-
-
-if __name__ == "__main__":
-    main()
+            forward, _ = make_forward(kind, mode, B, L, H, N, heads, dtype)
+            row.append(median_ms(forward, repeats, warmup=0))
+        lines.append(f"{kind:10s}" + "".join(f"{ms:12.1f}" for ms in row))
+    return "\n".join(lines)

@@ -22,7 +22,7 @@ over the B x N lanes and a layer is dominated by its projections, so on a few CP
 two-level scan beats the plain `lax.scan` reliably. The associative scan is still the `scan` mode's
 forward because (1) the PyTorch side runs the chunked two-level scan, so the two sides check each other
 through different algorithms, and (2) it is the route that parallelises over L on a GPU. On a CPU,
-`sequential` is the mode to use for a forward pass. The timings behind this are in docs/speed.md
+`sequential` is the mode to use for a forward pass. The timings behind this are in docs/speed-log.md
 (measured once on this project's machine); `pytest --benchmark -k "jax and (scan_alone or layer_forward)"`
 (tests/bench/test_bench_jax.py) reproduces them into the benchmark JSON.
 

@@ -46,7 +46,7 @@ __all__ = ["Attention", "DLR", "DTYPES", "LRU", "MIXERS", "MODES", "Mixer", "Mod
 
 
 def from_bundle(bundle: Bundle, dtype: torch.dtype = torch.float64, device=None) -> torch.nn.Module:
-    """The module of a layer bundle (RotRNN, LRU, DLR) or of a model bundle (Model), holding its numbers."""
+    """The module of a layer bundle (any of the six mixers) or of a model bundle (Model), holding its numbers."""
     if bundle.kind == "model":
         return Model.from_bundle(bundle, dtype, device)
     return MIXERS[bundle.config.kind].from_bundle(bundle, dtype, device)

@@ -424,21 +424,20 @@ def forward_parts_table(rounds: int = 11, B: int = 8, L: int = 4096, H: int = 12
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    # python -m linrnn.impls.torch.bench [threads]: the numbers behind scan.py's choice
-    # python -m linrnn.impls.torch.bench parts [rounds]: the forward parts against the targets' yardsticks
-    import sys
-
-    if sys.argv[1:2] == ["parts"]:
-        print(forward_parts_table(*(int(a) for a in sys.argv[2:3])))
-        sys.exit(0)
-    if len(sys.argv) > 1:
-        torch.set_num_threads(int(sys.argv[1]))
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32, B=8, L=4096")
+def routes_table(threads: int | None = None) -> str:
+    """The numbers behind `scan.py`'s choice (`linrnn bench torch`): the scan routes alone at n = 64 and 128 lanes,
+    then RotRNN's and LRU's layers in `sequential` and `scan`, B = 8, L = 4096, H = N = 128, float32; `threads`
+    sets torch's intra-op threads for this process first (None: torch's default)."""
+    if threads is not None:
+        if threads < 1:
+            raise LinrnnError(f"threads: expected 1 or more, found {threads}")
+        torch.set_num_threads(threads)
+    lines = [f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32, B=8, L=4096"]
     for lanes in (64, 128):
         for name, ms in scan_timings(n=lanes).items():
-            print(f"scan alone n={lanes:<4d} {name:24s} {ms:7.1f} ms")
+            lines.append(f"scan alone n={lanes:<4d} {name:24s} {ms:7.1f} ms")
     for kind in ("rotrnn", "lru"):
         for mode in ("sequential", "scan"):
             forward, _ = make_forward(kind, mode, 8, 4096, 128, 128, heads=16)
-            print(f"layer {kind:6s} H=N=128 {mode:13s} {median_ms(forward, repeats=7):7.1f} ms")
+            lines.append(f"layer {kind:6s} H=N=128 {mode:13s} {median_ms(forward, repeats=7):7.1f} ms")
+    return "\n".join(lines)

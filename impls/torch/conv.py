@@ -50,7 +50,7 @@ LINE = 16           # else LINE: u and y are (B L H), channels last, and a block
 
 def channel_block(H: int) -> int:
     """Channels per block: the FFT temporaries of one block stay a small part of the layer's memory, and
-    a block is at least a cache line of channels wide (docs/speed.md, "DLR's FFT convolution")."""
+    a block is at least a cache line of channels wide (docs/speed-log.md, "DLR's FFT convolution")."""
     return min(H, max(LINE, -(-H // SHARE)))
 
 

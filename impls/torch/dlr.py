@@ -27,7 +27,7 @@ rather than keeping it (`_recomputed`). Routes of the views:
   (B H N) state per chunk, which is all the backward keeps besides u; the backward is the adjoint of
   the carries, over the chunks in reverse. It does the work of `conv` plus the carries, so it is never
   faster: conv is the view to use for DLR, the scan its independent recurrent check (`chunk_length`
-  for T; timings and memory in docs/speed.md);
+  for T; timings and memory in docs/speed-log.md);
 * `sequential`, `step`: the plain loop over positions on the (B H N) state as real pairs, rotated by
   real 2x2 rotation-scalings, read out at every position.
 
@@ -364,7 +364,7 @@ def chunk_length(length: int, N: int) -> int:
     and its backward's temporaries per chunk (the chunk of u and of the output's gradient, transposed
     for the products) are about 2 T / L times u; their sum is least at T = sqrt(N L). Time: the products
     cost B (L - T) H 2N each, and the FFT of each chunk grows as log T, so longer chunks are a little
-    faster. Measured in docs/speed.md ("DLR's scan"): at L = 4096, T = 1024 gave the lowest peak and
+    faster. Measured in docs/speed-log.md ("DLR's scan"): at L = 4096, T = 1024 gave the lowest peak and
     T = 256 the highest; fwd+bwd was within 10% from T = 512 to 2048. `pytest --benchmark -k dlr_chunk`
     (tests/bench/test_bench_torch.py) times the forward against T into the benchmark JSON.
     """

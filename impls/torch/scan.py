@@ -27,7 +27,7 @@ the arithmetic of one step. T = 2^round(log2(sqrt(L))) minimises those T + L/T s
 optimum is flat around it). A log-depth tree scan does more arithmetic and, on a few cores, lost even
 to the plain loop, so none is offered. On CUDA the same algorithm launches T + nc kernels of B nc n
 lanes each; the same rule is used there, unmeasured. The loop stays as `sequential`: the naive path,
-the one the chunked scan must equal. The timings behind this choice are in docs/speed.md (measured
+the one the chunked scan must equal. The timings behind this choice are in docs/speed-log.md (measured
 once on this project's machine); `pytest --benchmark -k torch_scan_alone` (tests/bench/test_bench_torch.py,
 via `linrnn.impls.torch.bench.scan_timings`) reproduces them into the benchmark JSON.
 
@@ -35,8 +35,8 @@ Gradients: under autograd `chunked` is `DiagonalScan`, whose backward is the adj
 same chunked scan in reverse time with the transition conjugated, the states recomputed from the saved
 chunk boundaries (the derivation is in its docstring). Autograd through the Python loop instead made
 every slice's backward allocate a zero buffer the size of the whole input, O(L^1.5) work and memory:
-fwd+bwd grew 13x from L = 1024 to 4096 (docs/speed.md, "Training speed and memory"). The layers' `scan`
-view goes one step further (`layer_scan.py`): projections, scan and read-out in one Function.
+fwd+bwd grew 13x from L = 1024 to 4096 (docs/speed-log.md, "Training: the backward of the scans"). The
+layers' `scan` view goes one step further (`layer_scan.py`): projections, scan and read-out in one Function.
 
 Precision: step 2 multiplies carries by lambda^T = exp(T log lambda) and step 3 by exp(k log lambda),
 each accurate to a few ulps, so the error grows with min(L, 1/(1 - |lambda|)) as the loop's does
@@ -229,7 +229,7 @@ def _steps(w: torch.Tensor, out: torch.Tensor, dim: int) -> tuple[tuple, tuple]:
 
     A loop of steps indexes them once per step; `select` from Python costs about 4 us a call, three calls
     a step, while the step itself is 10-30 us at the layer's block sizes. With the views made up front,
-    RotRNN's and LRU's `scan` layers took about 12 % less time, forward and fwd+bwd (docs/speed.md).
+    RotRNN's and LRU's `scan` layers took about 12 % less time, forward and fwd+bwd (docs/speed-log.md).
     """
     steps_in = w.unbind(dim)
     return steps_in, (steps_in if out is w else out.unbind(dim))

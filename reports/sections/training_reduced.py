@@ -1,10 +1,10 @@
 """Training at reduced scale: the papers' data tasks trained on this machine, rendered from the stored runs.
 
-The runs are `linrnn.experiments.reduced_training` (generated data in the real on-disk formats, small
-models, a budget a 2-core CPU affords). They take tens of minutes, so the report does not train: it
+The runs are `linrnn reduced-training` (`linrnn.experiments.reduced_training`: generated data in the real
+on-disk formats, small models, a budget a 2-core CPU affords). They take tens of minutes, so the report does not train: it
 renders the stored files `reports/results/training_reduced*.json`, each written by
 
-    python -m linrnn.experiments.reduced_training --data DIR --out reports/results/training_reduced_cpu.json
+    linrnn reduced-training --data DIR --out reports/results/training_reduced_cpu.json
 
 (with its command, date, machine and library versions). A file that is not such a record is skipped,
 with the reason on the page. Whether a run scored above its baseline is not read from the file: the
@@ -35,8 +35,8 @@ TITLE = "Training at reduced scale: the papers' data tasks on this machine"
 TEMPLATE = "training_reduced.html.j2"
 
 STORED_GLOB = "training_reduced*.json"
-COMMAND = ("python -m linrnn.experiments.reduced_training --data DIR "
-           "--out reports/results/training_reduced_cpu.json")
+COMMAND = "linrnn reduced-training --data DIR --out reports/results/training_reduced_cpu.json"
+EXPERIMENT = "reduced_training"
 RUN_KEYS = ("name", "task", "model", "backend", "scale", "steps", "seconds_per_step", "train_loss", "evaluations",
             "metric", "test_at_best_val", "baseline", "above_baseline", "code_version")
 LOSS_POINTS = 300

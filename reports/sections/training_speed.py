@@ -5,7 +5,7 @@ frameworks, the peers, peak memory in fresh processes) takes tens of minutes on 
 the report does not run it: it renders the stored sweeps in `reports/results/training_speed*.json`,
 each written by
 
-    python -m linrnn.experiments.training_speed --out reports/results/training_speed_<machine>.json
+    linrnn bench training-speed --out reports/results/training_speed_<machine>.json
 
 (with its command, date, machine, code and library versions), and recomputes their ratios from their
 rows. Re-running that command is how the stored numbers are recomputed. Beside them the section runs
@@ -35,7 +35,7 @@ TEMPLATE = "training_speed.html.j2"
 LEAD = ("stored_time_0",)     # figures shown above the section's details (`render`): the first stored sweep
 
 STORED_GLOB = "training_speed*.json"
-COMMAND = "python -m linrnn.experiments.training_speed --out reports/results/training_speed_<machine>.json"
+COMMAND = "linrnn bench training-speed --out reports/results/training_speed_<machine>.json"
 LIVE = {  # the live sweep: PyTorch only, no peers, no memory probes; a call over 2 s stops its longer lengths
     True: dict(lengths=(256, 1024), batch=2, width=32, state=32, heads=4, mixers=("lru",)),             # quick
     False: dict(lengths=(1024, 4096), batch=8, width=128, state=128, heads=16, mixers=("rotrnn", "lru", "dlr")),

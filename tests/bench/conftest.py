@@ -4,7 +4,7 @@ Each training benchmark appends its row (framework, implementation, direction, L
 reason it was skipped) to `training_rows`. When the session ends the rows get the sweep's ratios
 (`linrnn.experiments.training_speed`: to the same framework's GEMM floor and to s5-pytorch at the same
 L and direction, and t(16384) / t(4096) per implementation), and are written as a stored sweep (the
-format `python -m linrnn.experiments.training_speed --out` writes, so the report can render it) to
+format `linrnn bench training-speed --out` writes, so the report can render it) to
 
     $LINRNN_BENCH_RATIOS                       if set, else
     FILE.ratios.json beside --benchmark-json FILE, else nowhere,

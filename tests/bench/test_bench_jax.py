@@ -25,7 +25,7 @@ def test_layer_forward_speed(benchmark, kind, mode):
 @pytest.mark.bench
 @pytest.mark.parametrize("route", ["sequential", "scan", "conv"])
 def test_jax_scan_alone_speed(benchmark, route):
-    """The recurrence alone (no projections): the numbers behind impls/jax/scan.py's choice (docs/speed.md)."""
+    """The recurrence alone (no projections): the numbers behind impls/jax/scan.py's choice (docs/speed-log.md)."""
     forward = scan_alone(route, B=8, L=4096, n=128, dtype="float32")
     benchmark.extra_info.update({"backend": "jax", "what": "scan alone, time-major", "route": route, "B": 8,
                                  "L": 4096, "n": 128, "dtype": "float32"})

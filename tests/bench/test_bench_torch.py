@@ -71,7 +71,7 @@ def test_torch_dlr_chunk(benchmark, chunk):
 def test_torch_dlr_forward_parts(benchmark, part):
     """DLR's conv and scan forwards, their kernel, FFT convolution and carries alone, beside the GEMM floor and
     s5-pytorch (the targets' two yardsticks; skipped with the reason without the [peers] extra), at the sizes
-    above: the measurement behind docs/speed.md's "DLR's forward targets"."""
+    above: the measurement behind docs/speed-log.md's "DLR's forward targets"."""
     forward, info = _yardstick(part) or (dlr_forward_parts(B, L, H, N, dtype="float32")[part],
                                          {"backend": "torch", "what": "dlr forward parts", "B": B, "L": L, "H": H, "N": N})
     y = _timed(benchmark, forward, {**info, "part": part, "dtype": "float32", "threads": torch.get_num_threads()})
@@ -99,7 +99,7 @@ def _yardstick(part):
 def test_torch_diagonal_forward_parts(benchmark, kind, part):
     """RotRNN's and LRU's `scan` forward, its projections and copies, its two products and its recurrence alone,
     block by block as the layer runs them, beside the GEMM floor and s5-pytorch: the measurement behind
-    docs/speed.md's "RotRNN's and LRU's forward targets"."""
+    docs/speed-log.md's "RotRNN's and LRU's forward targets"."""
     forward, info = _yardstick(part) or (diagonal_forward_parts(kind, B, L, H, N, HEADS, dtype="float32")[part],
                                          {"backend": "torch", "what": "diagonal forward parts", "kind": kind, "B": B,
                                           "L": L, "H": H, "N": N, "heads": HEADS})

@@ -1,4 +1,4 @@
-"""`python -m linrnn.experiments.reduced_training` at a tiny size: `RUNS` replaced by one run of 3 steps on
+"""`linrnn reduced-training` at a tiny size: `RUNS` replaced by one run of 3 steps on
 32 / 8 / 8 generated ListOps expressions (H = 8, N = 4, one layer, float64), never the real runs.
 
 - main() writes the JSON with every documented key, its numbers those of the run directory's results.json,
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from linrnn.cli import main as cli_main
 from linrnn.experiments import reduced_training as rt
 from linrnn.impls import results as stored
 from linrnn.reports.sections import training_reduced
@@ -45,7 +46,7 @@ def tiny(tmp_path_factory):
 def test_main_writes_every_documented_key(tiny):
     argv, record, run_dir = tiny
     assert set(record) == FILE_KEYS and record["schema_version"] == stored.SCHEMA_VERSION
-    assert record["kind"] == "reduced_training" and record["command"].endswith(" ".join(argv))
+    assert record["kind"] == "reduced_training" and record["command"] == " ".join([rt.PROG, *argv])
     assert len(record["runs"]) == 1 and set(record["runs"][0]) == RUN_KEYS
     run, results = record["runs"][0], stored.to_dict(stored.read(run_dir / stored.RUN_RESULTS, stored.RunRecord))
     assert (run["name"], run["task"], run["model"], run["backend"], run["scale"]) == \
@@ -94,8 +95,9 @@ def test_the_baseline_is_the_majority_fraction(tmp_path):
 
 def test_only_with_an_unknown_name_exits_2_in_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(rt, "RUNS", (TINY,))
-    assert rt.main(["--data", str(tmp_path / "data"), "--out", str(tmp_path / "out.json"),
-                    "--only", "listops-tiny,nope"]) == 2
+    assert cli_main(["reduced-training", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "out.json"),
+                     "--only", "listops-tiny,nope"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nope" in err and "listops-tiny" in err, err
+    assert err.startswith("linrnn reduced-training: error: --only:"), err
     assert list(tmp_path.iterdir()) == []

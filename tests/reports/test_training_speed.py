@@ -18,6 +18,7 @@ import sys
 import numpy as np
 import pytest
 
+from linrnn.cli import main as cli_main
 from linrnn.experiments import training_speed as ts
 from linrnn.experiments.memory_probe import probe_memory
 from linrnn.impls import results
@@ -326,7 +327,7 @@ def test_the_section_says_how_to_produce_a_missing_stored_sweep(tmp_path, monkey
     write_result(tmp_path / "out", section.NAME, data, config)
     html = render(read_results([tmp_path / "out"], [section.NAME]), (section,), tmp_path / "page").read_text()
     assert data["stored"] == [] and 'id="training-speed-no-stored"' in html
-    assert "python -m linrnn.experiments.training_speed --out" in html
+    assert "linrnn bench training-speed --out" in html
 
 
 def test_growth_rounds_time_both_lengths_in_every_round_and_divide_within_a_round(monkeypatch):
@@ -363,12 +364,14 @@ def test_the_command_checks_its_rounds_first_and_stores_the_rounds_and_growth(tm
     with pytest.raises(LinrnnError, match="--growth-rounds: expected 0 or more, found -1"):
         ts.main(["--growth-rounds", "-1", "--lengths", "16"])            # refused before any timing
     out = tmp_path / "sweep.json"
-    assert ts.main(["--out", str(out), "--lengths", "16,64", "--batch", "1", "--width", "8", "--state", "8",
-                    "--heads", "2", "--frameworks", "torch", "--mixers", "lru", "--no-peers", "--no-memory",
-                    "--interleaved-rounds", "2", "--growth-rounds", "2"]) == 0
+    options = ["--out", str(out), "--lengths", "16,64", "--batch", "1", "--width", "8", "--state", "8", "--heads", "2",
+               "--frameworks", "torch", "--mixers", "lru", "--no-peers", "--no-memory", "--interleaved-rounds", "2",
+               "--growth-rounds", "2"]
+    assert cli_main(["bench", "training-speed", *options]) == 0
     record = json.loads(out.read_text())
     assert results.read(out, results.TrainingSpeedRecord).sweep == record["sweep"]
     assert ts.check_stored(record) is None and [p.name for p in tmp_path.iterdir()] == ["sweep.json"]
+    assert record["command"] == " ".join(["linrnn", "bench", "training-speed", *options])   # the command as typed
     growth = record["sweep"]["growth_rounds"]
     assert [r["implementation"] for r in growth] == ["lru scan", ts.GEMM]
     assert all((r["from_L"], r["to_L"], r["rounds"]) == (16, 64, 2) and r["ratio"] > 0 for r in growth)
