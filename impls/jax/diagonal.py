@@ -69,15 +69,15 @@ def run(sys: Diagonal, u: jnp.ndarray, x0: jnp.ndarray, mode: str, bidirectional
 
 
 def _blocked(sys: Diagonal, u: jnp.ndarray, x0: jnp.ndarray, bidirectional: bool):
-    """Mode 'scan': `scan.blocked` over the blocks, `scan.device_scan` inside each.     -> y (L H), x_L (N,)"""
+    """Mode 'scan': `scan.blocked` over the blocks, `scan.block_scan` inside each.     -> y (L H), x_L (N,)"""
     def forward(x, u_b):                                               # u_b (T H), x (N,)
-        states = scan.device_scan(sys.log_lam, project(sys, u_b), x)   # (T N)
+        states = scan.block_scan(sys.log_lam, project(sys, u_b), x)   # (T N)
         return read_out(sys.C_re, sys.C_im, states) + sys.D * u_b, states[-1]
 
     y, x_last = scan.blocked(forward, x0, u)
     if bidirectional:                                                  # r_t = lambda r_{t+1} + v_t, from r_L = 0
         def backward(r, u_b):                                          # u_b: a block of u reversed in time
-            states = scan.device_scan(sys.log_lam, project(sys, u_b), r)
+            states = scan.block_scan(sys.log_lam, project(sys, u_b), r)
             return read_out(sys.C_re_rev, sys.C_im_rev, states), states[-1]
 
         y = y + scan.blocked(backward, jnp.zeros_like(x0), u[::-1])[0][::-1]

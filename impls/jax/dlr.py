@@ -12,10 +12,12 @@ Routes per mode (one sequence here; `layer.apply` vmaps over the batch):
   (L H N) trajectory is never stored;
 * `scan`: chunkwise (chunks of T = `CHUNK` positions): inside a chunk the output is a dense causal
   T x T Toeplitz product with the first T kernel taps; across chunks the (H N) state
-  S_c = lambda^T S_{c-1} + sum_tau lambda^(T-1-tau) u_tau is carried by `scan.chunked` (a diagonal
-  recurrence on H N lanes over L/T steps, whose backward is the adjoint recurrence) and read out as
-  Re(sum_n W_{h,n} lambda_n^(t+1) S_{c-1,h,n}). All but the carry scan are GEMMs. An associative scan
-  would store (L H N) and a plain two-level scan the same; this route stores (L/T H N);
+  S_c = lambda^T S_{c-1} + sum_tau lambda^(T-1-tau) u_tau is carried by `scan.associative` (a diagonal
+  recurrence on H N lanes) and read out as Re(sum_n lambda_n^(t+1) (W S_{c-1})_{h,n}). All but the carry
+  scan are GEMMs. The whole runs over time in blocks of about L / `BLOCKS` positions (`scan.blocked`):
+  the backward keeps u and the (H N) state entering each block, and re-runs one block's forward at a
+  time; plain autodiff of the chunkwise route kept several (L/T H N) arrays (32 B L H 4 bytes at
+  L = 4096, docs/speed.md, "JAX: chunked backward");
 * `conv`: the kernel K computed as Re(exp(l log lambda) W^T) in chunks of `KERNEL_CHUNK` lags
   (`lax.map`; never an N x L matrix), then a zero-padded real FFT of length >= L + L_k;
 * `step`: one position, O(H N).
@@ -32,7 +34,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from linrnn.impls.config import DLRConfig
-from linrnn.impls.jax.scan import block_length, blocked, causal_fft_conv, chunked, exponents, powers
+from linrnn.impls.jax.scan import associative, block_length, blocked, causal_fft_conv, exponents, powers
 
 Params = Mapping[str, jnp.ndarray]
 
@@ -151,7 +153,7 @@ def _chunkwise(log_lam, W_re, W_im, u, x0):
     ends = lax.complex(jnp.einsum("tn,cth->chn", w.real, uc), jnp.einsum("tn,cth->chn", w.imag, uc))  # (C H N)
     # a diagonal recurrence on the H N lanes with transition lambda^T over C steps: the `scan` mode's route
     log_lam_T = jnp.broadcast_to(lax.complex(T * log_lam.real, T * log_lam.imag), x0.shape)   # (H N)
-    after = chunked(log_lam_T.reshape(-1), ends.reshape(C, -1), x0.reshape(-1)).reshape(ends.shape)  # (C H N)
+    after = associative(log_lam_T.reshape(-1), ends.reshape(C, -1), x0.reshape(-1)).reshape(ends.shape)  # (C H N)
     before = jnp.concatenate([x0[None], after[:-1]])                       # (C H N)  the state before each chunk
     S_last = after[-1]                                                     # (H N)
     # read-out of the carried state: Re(sum_n lambda_n^(t+1) Z_{c,h,n}), Z = W * S_{c-1}: products over n,

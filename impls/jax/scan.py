@@ -189,12 +189,16 @@ def chunked(log_lam: jnp.ndarray, v: jnp.ndarray, x0: jnp.ndarray, chunk: int | 
 
 # -- a layer over time in blocks, each block's forward recomputed in the backward ------------------
 
-BLOCKS = 16         # a layer's `scan` mode goes over time in about this many blocks
-MIN_BLOCK = 256     # of at least this many positions (a power of two), or all of L when that is shorter
+BLOCKS = 32         # a layer's `scan` mode goes over time in about this many blocks
+MIN_BLOCK = 128     # of at least this many positions (a power of two), or all of L when that is shorter
 
 
-def block_length(length: int, blocks: int = BLOCKS, minimum: int = MIN_BLOCK) -> int:
-    """Positions per block of `blocked`: a power of two near L / blocks, at least `minimum`, at most L."""
+def block_length(length: int, blocks: int | None = None, minimum: int | None = None) -> int:
+    """Positions per block of `blocked`: a power of two near L / blocks, at least `minimum`, at most L.
+
+    blocks, minimum: None for this module's BLOCKS and MIN_BLOCK (read at the call).
+    """
+    blocks, minimum = blocks or BLOCKS, minimum or MIN_BLOCK
     fits = max(1, length // blocks)
     return min(max(length, 1), max(minimum, 1 << (fits.bit_length() - 1)))
 
@@ -308,6 +312,16 @@ def device_scan(log_lam: jnp.ndarray, v: jnp.ndarray, x0: jnp.ndarray) -> jnp.nd
         from linrnn.impls.jax import pallas_scan
         return pallas_scan.scan(log_lam, v, x0)
     return chunked(log_lam, v, x0)
+
+
+def block_scan(log_lam: jnp.ndarray, v: jnp.ndarray, x0: jnp.ndarray) -> jnp.ndarray:
+    """The recurrence inside one block of the `scan` mode's layers (`blocked`): the Pallas kernel on a GPU,
+    else `associative`, differentiated by plain autodiff: `blocked`'s backward already recomputes one block at
+    a time, and a route without a custom_vjp inside it keeps the mode's second derivatives (forward over
+    reverse, `jax.hessian`) on a CPU."""
+    if jax.default_backend() == "gpu":
+        return device_scan(log_lam, v, x0)
+    return sequential(log_lam, v, x0)
 
 
 ROUTES = {"sequential": sequential, "scan": device_scan, "conv": convolution}
