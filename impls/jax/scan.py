@@ -11,8 +11,13 @@ once with `jax.vmap`. Routes with one signature `(log_lam, v, x0) -> states`:
   the one the others must equal, values and gradients);
 * `associative`: `lax.associative_scan` on the pairs (lambda, v) with the composition
   (a1, b1) o (a2, b2) = (a1 a2, a2 b1 + b2): log-depth, about twice the arithmetic;
-* `chunked` (the `scan` mode): `associative` forward, with a `jax.custom_vjp` backward that is itself a
-  diagonal recurrence, the adjoint a_t = g_t + lambda a_{t+1} run in reverse over chunks of T positions;
+* `chunked` (S4D's `scan` mode on its H N lanes): `associative` forward, with a `jax.custom_vjp` backward
+  that is itself a diagonal recurrence, the adjoint a_t = g_t + lambda a_{t+1} run in reverse over chunks
+  of T positions;
+* `blocked`: not a route but the `scan` mode of RotRNN, LRU, S5 (`diagonal.run`) and DLR: the whole layer
+  (projection, recurrence, read-out) over time in blocks, a `jax.custom_vjp` whose backward re-runs one
+  block at a time from the state saved at its start; inside a block `block_scan` (`lax.scan` on a CPU,
+  the Pallas kernel on a GPU). docs/speed.md, "JAX: chunked backward", has why and what it measured;
 * `convolution`: the kernel view in the state domain, x = (lambda^l)_l * v: a causal convolution of
   every lane with its impulse response lambda^l = exp(l log lambda), by a zero-padded FFT of length
   >= 2L (linear, not circular), plus lambda^(t+1) x0.

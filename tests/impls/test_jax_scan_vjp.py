@@ -225,9 +225,8 @@ def assert_toy_gradients_match(L, block, seed=0, batched=False):
     weights, x0, u, g, g_last = toy(L, seed)
     expected, got = toy_gradients(None), toy_gradients(block)
     if batched:                                       # two sequences under vmap, the weights shared
-        weights2, x02, u2, g2, g_last2 = toy(L, seed + 1)
-        stack = lambda a, b: jnp.stack([a, b])      # noqa: E731
-        x0, u, g, g_last = stack(x0, x02), stack(u, u2), stack(g, g2), stack(g_last, g_last2)
+        _, *second = toy(L, seed + 1)
+        x0, u, g, g_last = (jnp.stack([a, b]) for a, b in zip((x0, u, g, g_last), second))
         expected, got = (jax.vmap(f, in_axes=(None, 0, 0, 0, 0)) for f in (expected, got))
     e, o = expected(weights, x0, u, g, g_last), got(weights, x0, u, g, g_last)
     names = ("log_lam", "W_in", "W_out", "x0", "u")
