@@ -13,7 +13,11 @@ over chunks of T positions, recomputing each chunk's states from the saved chunk
   'sequential' for every parameter, the input and (causal) the initial state;
 * the residuals that a jitted `chunked` keeps for its backward: v, the (nc N) boundaries, log_lam, x0, and
   no other array with L rows (plain autodiff of the associative scan keeps several, checked as a contrast);
-* a planted bug, the adjoint run with conj(lambda) as in PyTorch's convention, fails both comparisons.
+* a planted bug, the adjoint run with conj(lambda) as in PyTorch's convention, fails both comparisons;
+* `scan.blocked` (the `scan` mode of RotRNN, LRU, S5 and DLR: the layer in blocks, a custom_vjp re-running one
+  block at a time): the gradients of a toy diagonal layer's weights, initial state and input against plain
+  autodiff of one unblocked pass (jitted, and under vmap) and against finite differences; the layers in
+  several blocks against mode 'sequential'; a planted misindexed carry fails them.
 """
 
 import dataclasses
