@@ -51,7 +51,13 @@ def run(sys: Diagonal, u: jnp.ndarray, x0: jnp.ndarray, mode: str, bidirectional
     u  (L H) real            the input sequence
     x0 (N,) complex          the forward state before u
     -> y (L H) real, x_L (N,) complex: the output and the forward state after the last position
+
+    Mode 'scan' goes over time in blocks (`scan.blocked`): each block projects, scans from the state
+    entering it and reads out, under `jax.checkpoint`, so that its backward keeps u and one state per
+    block and recomputes a block's v and states while the adjoint passes through it.
     """
+    if mode == "scan":
+        return _blocked(sys, u, x0, bidirectional)
     route = scan.ROUTES[mode]
     v = project(sys, u)                                                # (L N)
     states = route(sys.log_lam, v, x0)                                 # (L N)
@@ -60,6 +66,22 @@ def run(sys: Diagonal, u: jnp.ndarray, x0: jnp.ndarray, mode: str, bidirectional
         backward = route(sys.log_lam, v[::-1], jnp.zeros_like(x0))[::-1]  # (L N)
         y = y + read_out(sys.C_re_rev, sys.C_im_rev, backward)
     return y, states[-1]
+
+
+def _blocked(sys: Diagonal, u: jnp.ndarray, x0: jnp.ndarray, bidirectional: bool):
+    """Mode 'scan': `scan.blocked` over the blocks, `scan.block_scan` inside each.     -> y (L H), x_L (N,)"""
+    def forward(x, u_b):                                               # u_b (T H), x (N,)
+        states = scan.block_scan(sys.log_lam, project(sys, u_b), x)   # (T N)
+        return read_out(sys.C_re, sys.C_im, states) + sys.D * u_b, states[-1]
+
+    y, x_last = scan.blocked(forward, x0, u)
+    if bidirectional:                                                  # r_t = lambda r_{t+1} + v_t, from r_L = 0
+        def backward(r, u_b):                                          # u_b: a block of u reversed in time
+            states = scan.block_scan(sys.log_lam, project(sys, u_b), r)
+            return read_out(sys.C_re_rev, sys.C_im_rev, states), states[-1]
+
+        y = y + scan.blocked(backward, jnp.zeros_like(x0), u[::-1])[0][::-1]
+    return y, x_last
 
 
 def step(sys: Diagonal, u_t: jnp.ndarray, x: jnp.ndarray):

@@ -12,10 +12,12 @@ Routes per mode (one sequence here; `layer.apply` vmaps over the batch):
   (L H N) trajectory is never stored;
 * `scan`: chunkwise (chunks of T = `CHUNK` positions): inside a chunk the output is a dense causal
   T x T Toeplitz product with the first T kernel taps; across chunks the (H N) state
-  S_c = lambda^T S_{c-1} + sum_tau lambda^(T-1-tau) u_tau is carried by `scan.chunked` (a diagonal
-  recurrence on H N lanes over L/T steps, whose backward is the adjoint recurrence) and read out as
-  Re(sum_n W_{h,n} lambda_n^(t+1) S_{c-1,h,n}). All but the carry scan are GEMMs. An associative scan
-  would store (L H N) and a plain two-level scan the same; this route stores (L/T H N);
+  S_c = lambda^T S_{c-1} + sum_tau lambda^(T-1-tau) u_tau is carried by `scan.associative` (a diagonal
+  recurrence on H N lanes) and read out as Re(sum_n lambda_n^(t+1) (W S_{c-1})_{h,n}). All but the carry
+  scan are GEMMs. The whole runs over time in blocks of about L / `BLOCKS` positions (`scan.blocked`):
+  the backward keeps u and the (H N) state entering each block, and re-runs one block's forward at a
+  time; plain autodiff of the chunkwise route kept several (L/T H N) arrays (32 B L H 4 bytes at
+  L = 4096, docs/speed.md, "JAX: chunked backward");
 * `conv`: the kernel K computed as Re(exp(l log lambda) W^T) in chunks of `KERNEL_CHUNK` lags
   (`lax.map`; never an N x L matrix), then a zero-padded real FFT of length >= L + L_k;
 * `step`: one position, O(H N).
@@ -32,12 +34,14 @@ import jax.numpy as jnp
 from jax import lax
 
 from linrnn.impls.config import DLRConfig
-from linrnn.impls.jax.scan import causal_fft_conv, chunked, exponents, powers
+from linrnn.impls.jax.scan import associative, block_length, blocked, causal_fft_conv, exponents, powers
 
 Params = Mapping[str, jnp.ndarray]
 
 CHUNK = 64          # T of the chunkwise scan: T^2 H (intra) against L/T sequential carries
 KERNEL_CHUNK = 256  # lags per block when computing the kernel: a (KERNEL_CHUNK N) block at a time
+BLOCKS = 64         # the scan mode's blocks (`scan.blocked`): about L / 64 positions each, at least
+MIN_BLOCK = 128     # 128; each saves an (H N) state, each block's backward holds (T/CHUNK H N) states
 
 
 class DLRSystem(NamedTuple):
@@ -150,14 +154,15 @@ def _chunkwise(log_lam, W_re, W_im, u, x0):
     ends = lax.complex(jnp.einsum("tn,cth->chn", w.real, uc), jnp.einsum("tn,cth->chn", w.imag, uc))  # (C H N)
     # a diagonal recurrence on the H N lanes with transition lambda^T over C steps: the `scan` mode's route
     log_lam_T = jnp.broadcast_to(lax.complex(T * log_lam.real, T * log_lam.imag), x0.shape)   # (H N)
-    after = chunked(log_lam_T.reshape(-1), ends.reshape(C, -1), x0.reshape(-1)).reshape(ends.shape)  # (C H N)
+    after = associative(log_lam_T.reshape(-1), ends.reshape(C, -1), x0.reshape(-1)).reshape(ends.shape)  # (C H N)
     before = jnp.concatenate([x0[None], after[:-1]])                       # (C H N)  the state before each chunk
     S_last = after[-1]                                                     # (H N)
-    # read-out of the carried state: Re(sum_n W_{h,n} lambda_n^(t+1) S_{c-1,h,n})
+    # read-out of the carried state: Re(sum_n lambda_n^(t+1) Z_{c,h,n}), Z = W * S_{c-1}: products over n,
+    # no (T H N) array (whose cotangent, one per sequence under vmap, would be the largest temporary)
     q = p[1:]                                                             # (T N)  lambda^(t+1)
-    Q_re = W_re[None] * q.real[:, None] - W_im[None] * q.imag[:, None]    # (T H N)  Re(W lambda^(t+1))
-    Q_im = W_re[None] * q.imag[:, None] + W_im[None] * q.real[:, None]    # (T H N)  Im(W lambda^(t+1))
-    y = y + jnp.einsum("thn,chn->cth", Q_re, before.real) - jnp.einsum("thn,chn->cth", Q_im, before.imag)
+    Z_re = W_re * before.real - W_im * before.imag                        # (C H N)  Re(W S_{c-1})
+    Z_im = W_re * before.imag + W_im * before.real                        # (C H N)  Im(W S_{c-1})
+    y = y + jnp.einsum("tn,chn->cth", q.real, Z_re) - jnp.einsum("tn,chn->cth", q.imag, Z_im)
     y = y.reshape(C * T, H)[:L]
     if pad:  # the padded tail moved S_last past x_L: restart from the state before the last chunk
         r = T - pad
@@ -169,12 +174,21 @@ def _chunkwise(log_lam, W_re, W_im, u, x0):
 
 
 def scan(sys: DLRSystem, cfg: DLRConfig, u: jnp.ndarray, x0: jnp.ndarray):
-    """Chunkwise.     u (L H), x0 (H N) complex -> y (L H), x_L (H N)"""
-    y, x_last = _chunkwise(sys.log_lam, sys.W_re, sys.W_im, u, x0)
+    """Chunkwise, over time in blocks (`scan.blocked`: each block's forward recomputed in its backward).
+
+    u (L H), x0 (H N) complex -> y (L H), x_L (H N)
+    """
+    def forward(x, u_b):
+        return _chunkwise(sys.log_lam, sys.W_re, sys.W_im, u_b, x)
+
+    block = block_length(u.shape[0], BLOCKS, MIN_BLOCK)
+    y, x_last = blocked(forward, x0, u, block)
     y = y + sys.D * u
     if cfg.bidirectional:
-        y_rev, _ = _chunkwise(sys.log_lam, sys.W_re_rev, sys.W_im_rev, _backward_inputs(u)[::-1],
-                              jnp.zeros_like(x0))
+        def backward(x, u_b):
+            return _chunkwise(sys.log_lam, sys.W_re_rev, sys.W_im_rev, u_b, x)
+
+        y_rev, _ = blocked(backward, jnp.zeros_like(x0), _backward_inputs(u)[::-1], block)
         y = y + y_rev[::-1]
     return y, x_last
 

@@ -200,8 +200,8 @@ def _per_segment(params: Params, cfg: MixerConfig, u, mode: str, segments: np.nd
 
 
 def _run_checked(sys, cfg: MixerConfig, u, mode: str, state, resets=None):
-    """`_run`, with JAX's refusal of forward-mode autodiff through a `custom_vjp` (the `scan` mode's adjoint
-    backward, `scan.chunked` and `pallas_scan`) as a one-line LinrnnError that names the modes that support it."""
+    """`_run`, with JAX's refusal of forward-mode autodiff through a `custom_vjp` (the `scan` mode's
+    backwards: `scan.blocked`, `scan.chunked` and `pallas_scan`) as a one-line LinrnnError that names the modes that support it."""
     try:
         return _run(sys, cfg, u, mode, state, resets)
     except TypeError as err:

@@ -8,8 +8,9 @@
 Routes per mode (`scan.py`, `diagonal.py`); the state is the reference's, (N,) complex per sequence:
 
 * `sequential`: `lax.scan` over the complex lanes;
-* `scan`: `scan.chunked`, an associative scan whose VJP is the adjoint scan over chunks (on a GPU the
-  Pallas kernel, `scan.device_scan`; the PyTorch side uses a chunked two-level scan);
+* `scan`: the layer over time in blocks (`diagonal.run`, `scan.blocked`): a backward that re-runs one
+  block's projection and scan at a time, `lax.scan` inside a block on a CPU (on a GPU the Pallas kernel,
+  `scan.block_scan`; the PyTorch side uses a chunked two-level scan);
 * `conv`: FFT convolution in the state domain, x = (lambda^l)_l * (gamma B u), then Re(C x). The
   reference convolves u with the H x H kernel K_l = Re(C diag(lambda^l gamma) B) instead: same kernel,
   factored through the diagonal (B L N work instead of L H^2). It also returns the final state and

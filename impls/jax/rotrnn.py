@@ -16,7 +16,7 @@ by exp(i theta_j). So every head is a complex diagonal recurrence with lambda_{h
 
 No matrix power and no dense transition is ever formed; P appears only in B~, C~ and at the state
 boundary. Modes run `diagonal.run` with the routes of `scan.py` (sequential: `lax.scan`; scan:
-`lax.associative_scan` with its own VJP, the Pallas kernel on a GPU; conv: FFT in the state domain; step: one position). States in and out are
+in blocks over time with a backward that recomputes one block at a time, `scan.blocked`; conv: FFT in the state domain; step: one position). States in and out are
 the reference's: (heads, N) real in the original basis, converted at the boundary (z <-> P^T x).
 
 Precision: 1 - gamma^2 is computed as -expm1(-2 exp(gamma_log)), which keeps xi accurate in float32

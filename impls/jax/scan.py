@@ -11,8 +11,13 @@ once with `jax.vmap`. Routes with one signature `(log_lam, v, x0) -> states`:
   the one the others must equal, values and gradients);
 * `associative`: `lax.associative_scan` on the pairs (lambda, v) with the composition
   (a1, b1) o (a2, b2) = (a1 a2, a2 b1 + b2): log-depth, about twice the arithmetic;
-* `chunked` (the `scan` mode): `associative` forward, with a `jax.custom_vjp` backward that is itself a
-  diagonal recurrence, the adjoint a_t = g_t + lambda a_{t+1} run in reverse over chunks of T positions;
+* `chunked` (S4D's `scan` mode on its H N lanes): `associative` forward, with a `jax.custom_vjp` backward
+  that is itself a diagonal recurrence, the adjoint a_t = g_t + lambda a_{t+1} run in reverse over chunks
+  of T positions;
+* `blocked`: not a route but the `scan` mode of RotRNN, LRU, S5 (`diagonal.run`) and DLR: the whole layer
+  (projection, recurrence, read-out) over time in blocks, a `jax.custom_vjp` whose backward re-runs one
+  block at a time from the state saved at its start; inside a block `block_scan` (`lax.scan` on a CPU,
+  the Pallas kernel on a GPU). docs/speed.md, "JAX: chunked backward", has why and what it measured;
 * `convolution`: the kernel view in the state domain, x = (lambda^l)_l * v: a causal convolution of
   every lane with its impulse response lambda^l = exp(l log lambda), by a zero-padded FFT of length
   >= 2L (linear, not circular), plus lambda^(t+1) x0.
@@ -187,6 +192,98 @@ def chunked(log_lam: jnp.ndarray, v: jnp.ndarray, x0: jnp.ndarray, chunk: int | 
     return _chunked(log_lam, v, x0, T)
 
 
+# -- a layer over time in blocks, each block's forward recomputed in the backward ------------------
+
+BLOCKS = 32         # a layer's `scan` mode goes over time in about this many blocks
+MIN_BLOCK = 128     # of at least this many positions (a power of two), or all of L when that is shorter
+
+
+def block_length(length: int, blocks: int | None = None, minimum: int | None = None) -> int:
+    """Positions per block of `blocked`: a power of two near L / blocks, at least `minimum`, at most L.
+
+    blocks, minimum: None for this module's BLOCKS and MIN_BLOCK (read at the call).
+    """
+    blocks, minimum = blocks or BLOCKS, minimum or MIN_BLOCK
+    fits = max(1, length // blocks)
+    return min(max(length, 1), max(minimum, 1 << (fits.bit_length() - 1)))
+
+
+def blocked(fn, carry, xs: jnp.ndarray, block: int | None = None):
+    """fn over time in blocks of `block` positions, with a backward that recomputes one block at a time.
+
+    fn(carry, x_block) -> (y_block, carry): one block of a causal layer from the state entering it
+    (arrays it closes over, such as the layer's weights, are differentiated too); xs (L ...), carry a
+    pytree -> (ys (L ...), the carry after the last position).
+
+    The full blocks run as a `lax.scan` over their indices with a `jax.custom_vjp` (`_blocks`): the
+    forward reads each block out of xs in place and keeps only the carry entering each block (L / block
+    of them); the backward is a reverse scan over the blocks that re-runs one block's forward from its
+    saved carry and pulls the cotangents through it (`jax.vjp` of fn), so one block's intermediates
+    (projections, states, read-out) are alive at a time, where plain autodiff keeps all of them for all
+    of L. The price is one more forward pass per block in the backward. A shorter last block runs once
+    more after them, under `jax.checkpoint`. (A `jax.checkpoint` of fn inside a scan over xs has the
+    same backward, but needs xs and its cotangent laid out block-major: under `vmap` two more copies of
+    (B L ...) in XLA's memory account.)
+    """
+    L = xs.shape[0]
+    if L == 0:
+        return fn(carry, xs)
+    T = block_length(L) if block is None else block
+    if not (isinstance(T, int) and T >= 1):
+        raise LinrnnError(f"block: expected a whole number of positions >= 1 (or None), found {block!r}")
+    n_full, parts = L // T, []
+    if n_full:
+        one, consts = jax.closure_convert(fn, carry, xs[:T])
+        ys, carry = _blocks(one, T, n_full, carry, xs, *consts)
+        parts.append(ys)
+    if n_full * T < L:
+        y, carry = jax.checkpoint(fn)(carry, xs[n_full * T:])
+        parts.append(y)
+    return (parts[0] if len(parts) == 1 else jnp.concatenate(parts)), carry
+
+
+def _block(xs, i, T: int):
+    return lax.dynamic_slice_in_dim(xs, i * T, T, axis=0)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2))
+def _blocks(fn, T, n, carry, xs, *consts):
+    return _blocks_forward(fn, T, n, carry, xs, *consts)[0]
+
+
+def _blocks_forward(fn, T, n, carry, xs, *consts):
+    """Blocks 0 .. n-1 of T positions of xs, in order. -> ((ys (n T ...), carry), residuals)"""
+    def body(c, i):
+        y, after = fn(c, _block(xs, i, T), *consts)
+        return after, (y, c)
+
+    last, (ys, entering) = lax.scan(body, carry, jnp.arange(n))
+    return (ys.reshape((n * T,) + ys.shape[2:]), last), (entering, xs, consts)
+
+
+def _blocks_backward(fn, T, n, residuals, cotangents):
+    """The blocks in reverse: re-run block i from its saved carry, pull (ct y_i, ct carry) back through it."""
+    entering, xs, consts = residuals
+    ct_ys, ct_last = cotangents
+
+    def body(acc, i):
+        ct_carry, ct_consts = acc
+        c = jax.tree.map(lambda a: a[i], entering)
+        _, vjp = jax.vjp(fn, c, _block(xs, i, T), *consts)
+        ct_c, ct_x, *ct_k = vjp((_block(ct_ys, i, T), ct_carry))
+        return (ct_c, jax.tree.map(jnp.add, ct_consts, tuple(ct_k))), ct_x
+
+    zeros = jax.tree.map(jnp.zeros_like, consts)
+    (ct_carry, ct_consts), ct_xs = lax.scan(body, (ct_last, zeros), jnp.arange(n), reverse=True)
+    ct_xs = ct_xs.reshape((n * T,) + ct_xs.shape[2:])
+    if n * T < xs.shape[0]:                                            # the positions after the full blocks:
+        ct_xs = jnp.pad(ct_xs, ((0, xs.shape[0] - n * T),) + ((0, 0),) * (ct_xs.ndim - 1))   # not read here
+    return (ct_carry, ct_xs, *ct_consts)
+
+
+_blocks.defvjp(_blocks_forward, _blocks_backward)
+
+
 def fft_length(length: int, kernel_length: int) -> int:
     """A power of two >= L + L_k: no wrap-around in the FFT's circular convolution."""
     return 1 << max(0, (length + kernel_length - 1).bit_length())
@@ -220,6 +317,16 @@ def device_scan(log_lam: jnp.ndarray, v: jnp.ndarray, x0: jnp.ndarray) -> jnp.nd
         from linrnn.impls.jax import pallas_scan
         return pallas_scan.scan(log_lam, v, x0)
     return chunked(log_lam, v, x0)
+
+
+def block_scan(log_lam: jnp.ndarray, v: jnp.ndarray, x0: jnp.ndarray) -> jnp.ndarray:
+    """The recurrence inside one block of the `scan` mode's layers (`blocked`): the Pallas kernel on a GPU,
+    else `associative`, differentiated by plain autodiff: `blocked`'s backward already recomputes one block at
+    a time, and a route without a custom_vjp inside it keeps the mode's second derivatives (forward over
+    reverse, `jax.hessian`) on a CPU."""
+    if jax.default_backend() == "gpu":
+        return device_scan(log_lam, v, x0)
+    return sequential(log_lam, v, x0)
 
 
 ROUTES = {"sequential": sequential, "scan": device_scan, "conv": convolution}

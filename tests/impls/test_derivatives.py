@@ -268,19 +268,19 @@ def test_jax_second_derivatives_of_every_route(kind, mode, bidirectional):
     check_second_order(f"jax {kind} {mode}", cfg, bundle, jac, raw_second_order(kind, mode, bidirectional))
 
 
-def test_jax_second_derivatives_of_a_wrong_adjoint_are_caught(monkeypatch):
-    """Planted: the adjoint scan's cotangent of v loses its dependence on the cotangent (a constant instead)."""
-    backward = scan_module._chunked_backward
-    monkeypatch.setattr(scan_module, "_chunked_backward",
-                        lambda chunk, res, ct: backward(chunk, res, jax.lax.stop_gradient(ct)))
-    scan_module._chunked.defvjp(scan_module._chunked_forward, scan_module._chunked_backward)
+@pytest.mark.parametrize("kind, rule", [("lru", "_blocks"), ("s4d", "_chunked")])
+def test_jax_second_derivatives_of_a_wrong_adjoint_are_caught(kind, rule):
+    """Planted in the `scan` mode's custom_vjp (LRU, RotRNN, S5, DLR: `scan.blocked`'s; S4D: `scan.chunked`'s):
+    the backward's outputs lose their dependence on the cotangent (a constant instead)."""
+    function, forward, backward = (getattr(scan_module, f"{rule}{part}") for part in ("", "_forward", "_backward"))
+    function.defvjp(forward, lambda *a: backward(*a[:-1], jax.lax.stop_gradient(a[-1])))
     try:
         jax.clear_caches()
-        cfg, bundle, *_, jac, _ = case("lru", False)
+        cfg, bundle, *_, jac, _ = case(kind, False)
         with pytest.raises(AssertionError):
-            check_second_order("jax lru scan", cfg, bundle, jac, scan_second_order("lru"))
+            check_second_order(f"jax {kind} scan", cfg, bundle, jac, scan_second_order(kind))
     finally:
-        scan_module._chunked.defvjp(scan_module._chunked_forward, backward)
+        function.defvjp(forward, backward)
         jax.clear_caches()
 
 

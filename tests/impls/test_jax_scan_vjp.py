@@ -13,7 +13,11 @@ over chunks of T positions, recomputing each chunk's states from the saved chunk
   'sequential' for every parameter, the input and (causal) the initial state;
 * the residuals that a jitted `chunked` keeps for its backward: v, the (nc N) boundaries, log_lam, x0, and
   no other array with L rows (plain autodiff of the associative scan keeps several, checked as a contrast);
-* a planted bug, the adjoint run with conj(lambda) as in PyTorch's convention, fails both comparisons.
+* a planted bug, the adjoint run with conj(lambda) as in PyTorch's convention, fails both comparisons;
+* `scan.blocked` (the `scan` mode of RotRNN, LRU, S5 and DLR: the layer in blocks, a custom_vjp re-running one
+  block at a time): the gradients of a toy diagonal layer's weights, initial state and input against plain
+  autodiff of one unblocked pass (jitted, and under vmap) and against finite differences; the layers in
+  several blocks against mode 'sequential'; a planted misindexed carry fails them.
 """
 
 import dataclasses
@@ -181,3 +185,139 @@ def test_empty_sequence_has_no_states_and_zero_cotangents():
     states, (ct_log_lam, ct_v, ct_x0) = chunked_vjp()(log_lam, v[:0], x0, g[:0])
     assert states.shape == ct_v.shape == (0, N)
     assert not np.any(ct_log_lam) and not np.any(ct_x0)
+
+
+# -- scan.blocked: a layer over time in blocks, a custom_vjp that re-runs one block at a time -------------
+
+TOY_H = 3
+
+
+def toy(L: int, seed: int):
+    """A diagonal layer's weights (log_lam, W_in (N H), W_out (H N) complex), x0 (N,), u (L H), and cotangents."""
+    log_lam, _, x0, _ = recurrence(1, seed)
+    rng = np.random.default_rng([seed, L, 7])
+
+    def normal(*shape, complex_=True):
+        return jnp.asarray(rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if complex_ else 0))
+
+    weights = (log_lam, normal(N, TOY_H), normal(TOY_H, N))
+    return weights, x0, normal(L, TOY_H, complex_=False), normal(L, TOY_H, complex_=False), normal(N)
+
+
+def toy_block(weights, x, u):
+    """One block: v = W_in u, x_t = lambda x_{t-1} + v_t (lax.scan), y = Re(W_out x).  -> y (T H), x_T (N,)"""
+    log_lam, W_in, W_out = weights
+    states = scan.sequential(log_lam, u.astype(W_in.dtype) @ W_in.T, x)
+    return (states @ W_out.T).real, states[-1]
+
+
+def toy_loss(block, weights, x0, u, g, g_last):
+    """sum(y g) + Re(sum(x_L g_last)) with the layer run in blocks of `block` (None: one pass, plain autodiff)."""
+    def fn(x, u_b):                                   # closes over the weights: their cotangents go through blocked
+        return toy_block(weights, x, u_b)
+
+    y, last = fn(x0, u) if block is None else scan.blocked(fn, x0, u, block)
+    return jnp.sum(y * g) + jnp.sum((last * g_last).real)
+
+
+def toy_gradients(block):
+    """A fresh jitted gradient of `toy_loss` w.r.t. the weights, x0 and u (traced anew: a planted bug is seen)."""
+    return jax.jit(jax.grad(lambda *a: toy_loss(block, *a), argnums=(0, 1, 2)))
+
+
+def assert_toy_gradients_match(L, block, seed=0, batched=False):
+    weights, x0, u, g, g_last = toy(L, seed)
+    expected, got = toy_gradients(None), toy_gradients(block)
+    if batched:                                       # two sequences under vmap, the weights shared
+        _, *second = toy(L, seed + 1)
+        x0, u, g, g_last = (jnp.stack([a, b]) for a, b in zip((x0, u, g, g_last), second))
+        expected, got = (jax.vmap(f, in_axes=(None, 0, 0, 0, 0)) for f in (expected, got))
+    e, o = expected(weights, x0, u, g, g_last), got(weights, x0, u, g, g_last)
+    names = ("log_lam", "W_in", "W_out", "x0", "u")
+    for name, a, b in zip(names, jax.tree.leaves(e), jax.tree.leaves(o)):
+        assert_close(f"blocked L={L} T={block}{' vmap' if batched else ''} d loss / d {name}", a, b, "gradient",
+                     "float64", L, R_MAX)
+
+
+@pytest.mark.parametrize("L, block", [(12, 4), (13, 4), (5, 8), (7, 1), (9, 3)])
+def test_blocked_gradients_match_plain_autodiff(L, block):
+    """Exact blocks, a shorter last block, one block longer than L (the tail alone), blocks of one position."""
+    assert_toy_gradients_match(L, block)
+
+
+def test_blocked_gradients_match_plain_autodiff_under_vmap():
+    assert_toy_gradients_match(13, 4, batched=True)
+
+
+def test_blocked_matches_finite_differences():
+    weights, x0, u, g, g_last = toy(10, 3)
+    check_grads(jax.jit(lambda w, x0, u: toy_loss(4, w, x0, u, g, g_last)), (weights, x0, u), order=1,
+                modes=("rev",))
+
+
+@pytest.fixture
+def plant_blocks_backward():
+    """Re-register `scan._blocks`' VJP with a planted backward; the true one again at the test's end."""
+    backward = scan._blocks_backward
+    yield lambda planted: scan._blocks.defvjp(scan._blocks_forward, planted)
+    scan._blocks.defvjp(scan._blocks_forward, backward)
+
+
+def test_planted_block_bug_is_caught(plant_blocks_backward):
+    """Planted: the backward re-runs block i from the carry entering block i - 1 (the saved carries misindexed)."""
+    backward = scan._blocks_backward
+
+    def planted(fn, T, n, residuals, cotangents):
+        entering, xs, consts = residuals
+        return backward(fn, T, n, (jnp.roll(entering, 1, axis=0), xs, consts), cotangents)
+
+    plant_blocks_backward(planted)
+    with pytest.raises(AssertionError, match="EXCEEDS"):
+        assert_toy_gradients_match(12, 4)
+    weights, x0, u, g, g_last = toy(10, 3)
+    with pytest.raises(AssertionError):
+        check_grads(jax.jit(lambda w, x0, u: toy_loss(4, w, x0, u, g, g_last)), (weights, x0, u), order=1,
+                    modes=("rev",))
+
+
+def test_bad_block_length_is_a_one_line_error():
+    weights, x0, u, _, _ = toy(6, 0)
+    for block in (0, -1, 1.5):
+        with pytest.raises(LinrnnError, match="expected") as err:
+            scan.blocked(lambda x, u_b: toy_block(weights, x, u_b), x0, u, block)
+        assert "\n" not in str(err.value)
+
+
+BLOCKED_L = 149     # not LAYER_L: a layer traced at LAYER_L with the default blocks is not reused here
+
+
+@pytest.mark.parametrize("kind, bidirectional", [("rotrnn", False), ("lru", True), ("dlr", False), ("dlr", True)],
+                         ids=["rotrnn-causal", "lru-bidirectional", "dlr-causal", "dlr-bidirectional"])
+def test_layer_gradients_in_several_blocks_match_sequential_mode(kind, bidirectional, monkeypatch):
+    """The layers' `scan` mode over 9 blocks of 16 positions and one of 5 (DLR: 4 of 32 and one of 21). RotRNN and
+    LRU share `diagonal.run`: one causal case (a state into the first block), one bidirectional."""
+    from linrnn.impls.jax import dlr
+
+    monkeypatch.setattr(scan, "MIN_BLOCK", 16)
+    monkeypatch.setattr(dlr, "MIN_BLOCK", 32)
+    assert scan.block_length(BLOCKED_L) == 16 and scan.block_length(BLOCKED_L, dlr.BLOCKS, dlr.MIN_BLOCK) == 32
+    cfg, bundle, u, weights, state = layer_case(kind, bidirectional)
+    u, weights = u[:, :BLOCKED_L], weights[:, :BLOCKED_L]
+    params = from_bundle(bundle, "float64")
+
+    def loss(p, u, state, mode):
+        return jnp.sum(layer.apply(p, cfg, u, mode, state)[0] * weights)
+
+    @jax.jit
+    def gradients(p, u, state):
+        argnums = (0, 1) if state is None else (0, 1, 2)
+        return [jax.grad(loss, argnums)(p, u, state, mode) for mode in ("sequential", "scan")]
+
+    expected, got = gradients(params, u, state)
+    r = spectral_radius(cfg, bundle.params)
+    name = f"{kind} {'bidirectional' if bidirectional else 'causal'} L={BLOCKED_L} in blocks d loss / d"
+    for key in params:
+        assert_close(f"{name} {key}", expected[0][key], got[0][key], "gradient", "float64", BLOCKED_L, r)
+    assert_close(f"{name} u", expected[1], got[1], "gradient", "float64", BLOCKED_L, r)
+    if state is not None:
+        assert_close(f"{name} state", expected[2], got[2], "gradient", "float64", BLOCKED_L, r)
