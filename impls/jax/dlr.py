@@ -17,7 +17,7 @@ Routes per mode (one sequence here; `layer.apply` vmaps over the batch):
   scan are GEMMs. The whole runs over time in blocks of about L / `BLOCKS` positions (`scan.blocked`):
   the backward keeps u and the (H N) state entering each block, and re-runs one block's forward at a
   time; plain autodiff of the chunkwise route kept several (L/T H N) arrays (32 B L H 4 bytes at
-  L = 4096, docs/speed.md, "JAX: chunked backward");
+  L = 4096, docs/speed-log.md, "2026-12-03: JAX, a chunked backward");
 * `conv`: the kernel K computed as Re(exp(l log lambda) W^T) in chunks of `KERNEL_CHUNK` lags
   (`lax.map`; never an N x L matrix), then a zero-padded real FFT of length >= L + L_k;
 * `step`: one position, O(H N).

@@ -17,7 +17,7 @@ once with `jax.vmap`. Routes with one signature `(log_lam, v, x0) -> states`:
 * `blocked`: not a route but the `scan` mode of RotRNN, LRU, S5 (`diagonal.run`) and DLR: the whole layer
   (projection, recurrence, read-out) over time in blocks, a `jax.custom_vjp` whose backward re-runs one
   block at a time from the state saved at its start; inside a block `block_scan` (`lax.scan` on a CPU,
-  the Pallas kernel on a GPU). docs/speed.md, "JAX: chunked backward", has why and what it measured;
+  the Pallas kernel on a GPU). docs/speed-log.md, "2026-12-03: JAX, a chunked backward", has why and what it measured;
 * `convolution`: the kernel view in the state domain, x = (lambda^l)_l * v: a causal convolution of
   every lane with its impulse response lambda^l = exp(l log lambda), by a zero-padded FFT of length
   >= 2L (linear, not circular), plus lambda^(t+1) x0.
