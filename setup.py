@@ -11,7 +11,7 @@ from pathlib import Path
 from setuptools import setup
 
 ROOT = Path(__file__).resolve().parent
-AREAS = ("impls", "theory", "tasks", "experiments", "reports")   # top-level folders that are sub-packages
+AREAS = ("impls", "verify", "theory", "tasks", "experiments", "reports")   # top-level folders that are sub-packages
 
 
 def packages() -> list[str]:

@@ -80,7 +80,7 @@ def _at_least_one(name: str, value: int | None) -> None:
 
 def _torch(args: argparse.Namespace) -> int:
     _at_least_one("threads", args.threads)
-    from linrnn.impls.torch.bench import routes_table
+    from linrnn.verify.bench_torch import routes_table
 
     print(routes_table(args.threads))
     return 0
@@ -88,7 +88,7 @@ def _torch(args: argparse.Namespace) -> int:
 
 def _parts(args: argparse.Namespace) -> int:
     _at_least_one("rounds", args.rounds)
-    from linrnn.impls.torch.bench import forward_parts_table
+    from linrnn.verify.bench_torch import forward_parts_table
 
     print(forward_parts_table(args.rounds))
     return 0
@@ -107,7 +107,7 @@ def _jax(args: argparse.Namespace) -> int:
         _at_least_one(name, getattr(args, name))
     if args.dtype not in ("float32", "float64"):
         raise LinrnnError(f"--dtype: expected float32 or float64, found {args.dtype!r}")
-    from linrnn.impls.jax.bench import forward_table
+    from linrnn.verify.bench_jax import forward_table
 
     print(forward_table(args.B, args.L, args.H, args.N, args.heads, args.dtype, args.repeats))
     return 0

@@ -5,7 +5,7 @@ one command that cannot stop early: six steps, in this order, each timed, each g
 raises records its error and the next one runs), each saved as it finishes:
 
     environment  the GPU, its memory, driver, CUDA, torch / jax / triton / peer versions, JAX's devices
-    crosscheck   `linrnn.impls.crosscheck` with torch and jax on the device, the reference on the CPU,
+    crosscheck   `linrnn.verify.crosscheck` with torch and jax on the device, the reference on the CPU,
                  float32 and float64, at the matrix's shapes: pass/fail counts, worst error / tolerance
     kernels      `triton_scan.scan` against `torch.scan.chunked` (outputs and gradients) and
                  `pallas_scan.scan` against `jax.scan.sequential`, both references in float64
@@ -44,7 +44,7 @@ import traceback
 from importlib import import_module, metadata
 from pathlib import Path
 
-from linrnn.impls import crosscheck
+from linrnn.verify import crosscheck
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.results import Envelope, SectionRecord, command_line, now, write
 from linrnn.experiments.gpukernels import (GOAL_FRACTION, KERNEL_MODULES, MAMBA_PATHS, bandwidth_step,  # noqa: F401

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from linrnn.impls import crosscheck
+from linrnn.verify import crosscheck
 from linrnn.impls.tolerance import compare
 
 if TYPE_CHECKING:
@@ -174,8 +174,8 @@ def mamba_step(run: Run, result: dict) -> dict:
     against the float64 reference scan and the `forward` rows of the tolerance table."""
     from importlib import metadata
 
-    from linrnn.impls import conform
-    from linrnn.impls.torch import conform_peers as peers
+    from linrnn.verify import conform
+    from linrnn.verify import conform_peers_torch as peers
 
     why = peers.mamba_missing()
     if why:
@@ -239,7 +239,7 @@ def bandwidth_step(run: Run, result: dict) -> dict:
     """GB/s of a copy, and of one forward scan of (B L n 2) float32 at each shape of the profile's
     `bandwidth` (bytes read + written / median time), as a fraction of the copy's."""
     import torch
-    from linrnn.impls.bench import median_ms
+    from linrnn.verify.bench import median_ms
 
     repeats, sync = run.sizes["repeats"], torch_sync(run.device)
     nbytes = run.sizes["copy_mib"] * 2**20
@@ -286,7 +286,7 @@ def scan_bandwidths(run: Run, B: int, L: int, n: int, copy_gb_per_s: float) -> d
 def timed(call, sync, repeats: int, nbytes: int, copy_gb_per_s: float, device: str) -> dict:
     """One scan's median time, effective GB/s, fraction of the copy's, and peak memory (torch, CUDA)."""
     import torch
-    from linrnn.impls.bench import median_ms
+    from linrnn.verify.bench import median_ms
 
     if isinstance(call, str):
         return {"status": call}

@@ -32,7 +32,7 @@ import os
 import subprocess
 import sys
 
-from linrnn.impls.bench import PeakRSS
+from linrnn.verify.bench import PeakRSS
 
 WARMUP_L = 8             # the warm-up length: small enough that memory it freed hides nothing later
 TIMEOUT_S = 900.0        # one probe's wall-clock limit

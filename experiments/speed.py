@@ -1,6 +1,6 @@
 """Scan speed: RotRNN, LRU and DLR x backend x mode, forward time against L (the report's speed section, claim D9).
 
-Uses the same harnesses as `pytest --benchmark` (`linrnn.impls.torch.bench`, `linrnn.impls.jax.bench`):
+Uses the same harnesses as `pytest --benchmark` (`linrnn.verify.bench_torch`, `linrnn.verify.bench_jax`):
 one layer, float32, compiled and warmed up before timing, the median of a few calls. The float64
 reference is an oracle, not a contender, and is not timed. `step` mode runs the sequence one position
 at a time: its time should grow as L (claim D9). For D9 it is also timed at five lengths in interleaved
@@ -35,16 +35,16 @@ BACKENDS = ("torch", "jax")
 def _timer(backend: str, kind: str, mode: str, L: int):
     """A zero-argument synchronised forward call at the section's sizes, and the device it runs on."""
     if backend == "torch":
-        from linrnn.impls.torch.bench import make_forward
+        from linrnn.verify.bench_torch import make_forward
         forward, info = make_forward(kind, mode, L=L, **SIZES)
         return forward, info["device"]
-    from linrnn.impls.jax.bench import make_forward
+    from linrnn.verify.bench_jax import make_forward
     forward, info = make_forward(kind, mode, L=L, **SIZES)
     return forward, info["device"]
 
 
 def run(quick: bool, progress) -> tuple[dict, dict]:
-    from linrnn.impls.bench import median_ms
+    from linrnn.verify.bench import median_ms
 
     lengths = QUICK_LENGTHS if quick else LENGTHS
     cases = [(b, k, m, L) for b in BACKENDS for k in KINDS for m in MODES for L in lengths]
@@ -81,7 +81,7 @@ def step_mode_rounds(backend: str, kind: str, lengths, rounds: int) -> list[dict
     an exponent of 1.5 over L = 64-256)."""
     import time
 
-    from linrnn.impls.bench import interleaved_ms
+    from linrnn.verify.bench import interleaved_ms
 
     calls = {L: _timer(backend, kind, "step", L)[0] for L in lengths}
     if backend == "torch":         # one thread: idle intra-op threads spinning would add CPU time, not work

@@ -1,10 +1,10 @@
 """Training speed and memory: forward and forward+backward time and peak memory against L, beside the peers.
 
 One layer, float32, B = 8, H = N = 128 (RotRNN: 16 heads of 8) by default, for each mixer's training
-modes (`linrnn.impls.bench.TRAINING_MODES`) in both frameworks, beside the GEMM floor (the layer's two
-projections alone), s5-pytorch and LRU-pytorch (`linrnn.impls.torch.peers`), and on CUDA the scan
+modes (`linrnn.verify.bench.TRAINING_MODES`) in both frameworks, beside the GEMM floor (the layer's two
+projections alone), s5-pytorch and LRU-pytorch (`linrnn.verify.peers_torch`), and on CUDA the scan
 alone by the plain device code and by the Triton / Pallas kernels. Every case is built by the same
-harnesses as `pytest --benchmark` (`linrnn.impls.torch.bench`, `linrnn.impls.jax.bench`).
+harnesses as `pytest --benchmark` (`linrnn.verify.bench_torch`, `linrnn.verify.bench_jax`).
 
     sweep(device="cpu", lengths=(1024, ..., 262144), ...) -> {"rows", "config", "scaling", "targets"}
     interleaved(device="cpu", L=4096, ...) -> rows: PyTorch's cases at one length, timed in interleaved rounds
@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from linrnn.experiments.memory_probe import available_bytes, out_of_memory, probe_memory
-from linrnn.impls.bench import DIRECTIONS, TRAINING_MODES, check_direction, input_bytes, interleaved_ms, timed_median_ms
+from linrnn.verify.bench import DIRECTIONS, TRAINING_MODES, check_direction, input_bytes, interleaved_ms, timed_median_ms
 from linrnn.impls.errors import LinrnnError
 
 LENGTHS = (1024, 4096, 16384, 65536, 262144)
@@ -110,7 +110,7 @@ def cases(device: str, frameworks=FRAMEWORKS, mixers=MIXERS, peers: bool = True)
             out += [Case(framework, f"{kind} {mode}", "layer", f"{kind}:{mode}") for mode in TRAINING_MODES[kind]]
         out.append(Case(framework, GEMM, "gemm"))
         if framework == "torch" and peers:
-            from linrnn.impls.torch.peers import missing_reason
+            from linrnn.verify.peers_torch import missing_reason
             out += [Case("torch", name, "peer", name, missing_reason(name)) for name in PEERS]
         if device != "cpu" and framework == "torch":
             out += [Case("torch", "scan alone (chunked)", "scan", "chunked"),
@@ -126,9 +126,9 @@ def cases(device: str, frameworks=FRAMEWORKS, mixers=MIXERS, peers: bool = True)
 def build(spec: dict, before_inputs: Callable[[], None] | None = None):
     """The (call, info) of one case at one length, from a plain-data spec (what a probe process receives)."""
     if spec["framework"] == "torch":
-        from linrnn.impls.torch import bench
+        from linrnn.verify import bench_torch as bench
     else:
-        from linrnn.impls.jax import bench
+        from linrnn.verify import bench_jax as bench
     B, L, H, N, dtype, direction = (spec[k] for k in ("B", "L", "H", "N", "dtype", "direction"))
     device = spec["device"] if spec["framework"] == "torch" else ("cpu" if spec["device"] == "cpu" else "gpu")
     common = dict(dtype=dtype, seed=spec.get("seed", 0), device=device, before_inputs=before_inputs)
@@ -352,7 +352,7 @@ def _run_case(row: dict, spec: dict, memory: bool, last_peak, budget_s) -> str |
             return reason
     probe = None
     if memory and device != "cpu" and spec["framework"] == "torch":
-        from linrnn.impls.torch.bench import CudaPeak
+        from linrnn.verify.bench_torch import CudaPeak
         probe = CudaPeak(device)
     try:
         call, info = build(spec, before_inputs=probe.start if probe else None)

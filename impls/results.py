@@ -172,14 +172,14 @@ class NormRunRecord(Record):
 @dataclass
 class CrosscheckRecord(Record):
     KIND: ClassVar[str] = "crosscheck"
-    result: dict             # `linrnn.impls.crosscheck.run`'s result: selection, entries, summary, ok
+    result: dict             # `linrnn.verify.crosscheck.run`'s result: selection, entries, summary, ok
     envelope: Envelope | None = None
 
 
 @dataclass
 class ConformRecord(Record):
     KIND: ClassVar[str] = "conform"
-    result: dict             # `linrnn.impls.conform.run(...).to_dict()`: every check and the deviations
+    result: dict             # `linrnn.verify.conform.run(...).to_dict()`: every check and the deviations
     envelope: Envelope | None = None
 
 

@@ -3,7 +3,7 @@
 Random bundles (each paper's initialisation, decays reaching 0.9999) and inputs; shapes come from a
 small fixed set (odd lengths, bidirectional; L = 1 is in the crosscheck tests) so that JAX compiles each once per process. The
 gradient of every part (input and each raw parameter) is judged on its own scale, with an absolute
-floor for parts that cancel (`linrnn.impls.crosscheck.compare_gradients`).
+floor for parts that cancel (`linrnn.verify.crosscheck.compare_gradients`).
 """
 
 import numpy as np
@@ -15,7 +15,7 @@ from linrnn.impls.config import MODES as BACKEND_MODES
 from linrnn.impls.init import init
 from linrnn.impls.reference import spectral_radius
 from linrnn.impls.tolerance import assert_close
-from linrnn.impls.crosscheck import (KINDS, MODES, Shape, applicable, compare_gradients, jax_output_and_grads,
+from linrnn.verify.crosscheck import (KINDS, MODES, Shape, applicable, compare_gradients, jax_output_and_grads,
                                        mixer_config, torch_output_and_grads)
 
 pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)

@@ -2,7 +2,8 @@
 
 The layers, from the bottom up (docs/architecture.md):
 
-    impls        the contract, the reference, the PyTorch side, the JAX side, the cross-check engine
+    impls        the contract, the reference, the PyTorch side, the JAX side
+    verify       the cross-check, `linrnn conform` and its adapters, the benchmarks: may use impls
     theory       derivations: may use impls' framework-neutral modules, never torch or JAX
     tasks        generators and training: may use impls
     experiments  measurements that run the implementations: may use impls, theory, tasks
@@ -26,15 +27,16 @@ import pytest
 import linrnn
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-AREAS = ("impls", "theory", "tasks", "experiments", "reports")
+AREAS = ("impls", "verify", "theory", "tasks", "experiments", "reports")
 FRAMEWORKS = ("torch", "jax", "jaxlib", "flax", "triton")
 
 # area (or sub-folder of impls) -> module prefixes it must never import
 RULES: dict[str, tuple[str, ...]] = {
-    "impls": ("linrnn.theory", "linrnn.tasks", "linrnn.experiments", "linrnn.reports", "linrnn.cli"),
-    "theory": FRAMEWORKS + ("linrnn.impls.torch", "linrnn.impls.jax", "linrnn.impls.crosscheck",
+    "impls": ("linrnn.verify", "linrnn.theory", "linrnn.tasks", "linrnn.experiments", "linrnn.reports", "linrnn.cli"),
+    "verify": ("linrnn.theory", "linrnn.tasks", "linrnn.experiments", "linrnn.reports", "linrnn.cli"),
+    "theory": FRAMEWORKS + ("linrnn.impls.torch", "linrnn.impls.jax", "linrnn.verify",
                             "linrnn.tasks", "linrnn.experiments", "linrnn.reports", "linrnn.cli"),
-    "tasks": ("linrnn.experiments", "linrnn.reports", "linrnn.cli"),
+    "tasks": ("linrnn.verify", "linrnn.experiments", "linrnn.reports", "linrnn.cli"),
     "experiments": ("linrnn.reports", "linrnn.cli"),
     "reports": ("linrnn.cli",),
     "impls/torch": ("jax", "jaxlib", "flax", "linrnn.impls.jax", "linrnn.impls.reference"),
@@ -91,6 +93,17 @@ def violations(root: pathlib.Path) -> list[str]:
         for name in sorted(imported_names(path, "linrnn.impls")):
             if _matches(name, FRAMEWORKS + ("linrnn.impls.torch", "linrnn.impls.jax")):
                 found.append(f"{path.relative_to(root)} imports {name} (framework-neutral impls/ module)")
+    # verify/: `*_torch.py` is the PyTorch side's (no JAX), `*_jax.py` the JAX side's (no PyTorch); the others are
+    # framework-neutral, except the cross-check, whose job is to run every backend
+    torch_side, jax_side = ("jax", "jaxlib", "flax", "linrnn.impls.jax"), ("torch", "triton", "linrnn.impls.torch")
+    for path in sorted((root / "verify").glob("*.py")) if (root / "verify").is_dir() else []:
+        if path.name in NEUTRAL_EXCEPTIONS:
+            continue
+        forbidden = (torch_side if path.stem.endswith("_torch") else jax_side if path.stem.endswith("_jax")
+                     else FRAMEWORKS + ("linrnn.impls.torch", "linrnn.impls.jax"))
+        for name in sorted(imported_names(path, "linrnn.verify")):
+            if _matches(name, forbidden):
+                found.append(f"{path.relative_to(root)} imports {name} (verify/ keeps the frameworks apart)")
     return found
 
 
@@ -107,6 +120,9 @@ def test_the_layers_are_respected():
     ("tasks", "importlib.import_module('linrnn.reports.ledger')"),
     ("experiments", "from linrnn.reports.plots import figure"),
     ("impls", "from linrnn.impls.jax import layer"),
+    ("impls", "from linrnn.verify import crosscheck"),
+    ("verify", "from linrnn.tasks import grid"),
+    ("verify", "import torch"),
 ])
 def test_an_upward_import_is_caught(tmp_path, area, line):
     """Plant one forbidden import in a copy-shaped tree: the check names it."""

@@ -216,7 +216,7 @@ def apply_system(sys, cfg: MixerConfig, u: jnp.ndarray, mode: str = "scan", stat
     """`apply` from the materialised system (`materialise(params, cfg)`): the same checks and result.
 
     For a caller that differentiates the parameters' materialisation once and each mode on its own
-    (`linrnn.impls.crosscheck`: RotRNN's expm and its derivative then compile once, not once per mode).
+    (`linrnn.verify.crosscheck`: RotRNN's expm and its derivative then compile once, not once per mode).
     u must already be in the system's real dtype. Not for attention, which has no system.
     """
     check_call(cfg, mode, np.shape(u), state)

@@ -65,7 +65,7 @@ class ModelSpec:
     # `linrnn conform`'s complex read-out: (its output matrix, (real, imaginary) key pairs, factor before Re);
     # None: a real read-out
     readout: tuple[str, tuple[tuple[str, str], ...], int] | None = None
-    # `linrnn conform`'s discretisation probes (`linrnn.impls.conform_spectrum`) for a model with a continuous-time
+    # `linrnn conform`'s discretisation probes (`linrnn.verify.conform_spectrum`) for a model with a continuous-time
     # system: an object with `rule`, `clips`, `continuous`, `step_key`, `probe_steps`, `estimate`, `predicted`,
     # `conjugate_ambiguous` and `input_name` (S4D's and S5's in their spec files); None: no discretisation
     discretisation: Any = None

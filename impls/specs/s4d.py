@@ -33,7 +33,7 @@ def validate(cfg: S4DConfig, p) -> None:
 
 class Discretisation:
     """S4D's discretisation as `linrnn conform` probes it: zero-order hold, one step per channel, one response per
-    channel and mode (`linrnn.impls.conform_spectrum`)."""
+    channel and mode (`linrnn.verify.conform_spectrum`)."""
 
     input_name = "C~"             # the factor the zero-order hold's expm1 multiplies (C~ = 2 C g)
     step_key = "log_dt"           # one step per channel (H,)

@@ -45,7 +45,7 @@ def validate(cfg: S5Config, p) -> None:
 
 class Discretisation:
     """S5's discretisation as `linrnn conform` probes it: one step per mode, `zoh` or `bilinear` by the config,
-    H x H impulse responses sharing each mode's eigenvalue (`linrnn.impls.conform_spectrum`)."""
+    H x H impulse responses sharing each mode's eigenvalue (`linrnn.verify.conform_spectrum`)."""
 
     input_name = "B_bar"          # the factor the zero-order hold's expm1 multiplies
     step_key = "log_step"         # one step per mode (N,)

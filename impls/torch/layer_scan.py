@@ -112,7 +112,7 @@ def forward_blocks(u, W_in, lam_powers, W_out, D, carry, block, T, recurrence=sc
 
     u (B L H), lam_powers (T+1 n), carry (B n) complex or None -> y (B L H), the state after the last
     position (B n), and every block's chunk boundaries (a list of (B nb n)). `recurrence` is the scan
-    (`scans.scan_chunks`'s signature, in place); `linrnn.impls.torch.bench.diagonal_forward_parts` passes
+    (`scans.scan_chunks`'s signature, in place); `linrnn.verify.bench_torch.diagonal_forward_parts` passes
     one that does nothing, to time the projections and copies alone.
     """
     L = u.shape[1]

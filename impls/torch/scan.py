@@ -29,7 +29,7 @@ to the plain loop, so none is offered. On CUDA the same algorithm launches T + n
 lanes each; the same rule is used there, unmeasured. The loop stays as `sequential`: the naive path,
 the one the chunked scan must equal. The timings behind this choice are in docs/speed-log.md (measured
 once on this project's machine); `pytest --benchmark -k torch_scan_alone` (tests/bench/test_bench_torch.py,
-via `linrnn.impls.torch.bench.scan_timings`) reproduces them into the benchmark JSON.
+via `linrnn.verify.bench_torch.scan_timings`) reproduces them into the benchmark JSON.
 
 Gradients: under autograd `chunked` is `DiagonalScan`, whose backward is the adjoint recurrence run as the
 same chunked scan in reverse time with the transition conjugated, the states recomputed from the saved

@@ -7,7 +7,7 @@ A section is a module with:
     TEMPLATE   its Jinja2 partial in reports/templates/
     compute(quick: bool, progress) -> (data: dict, config: dict)
         runs the section's experiment (in `linrnn.experiments`, or the cross-check engine in
-        `linrnn.impls.crosscheck`) and adds the descriptions of its figures (`data["plots"]`, plain data
+        `linrnn.verify.crosscheck`) and adds the descriptions of its figures (`data["plots"]`, plain data
         that `linrnn.reports.plots` draws when the page renders); `progress(done, total, what)` reports
         how far it is; `quick` picks the smaller sizes.
 

@@ -1,6 +1,6 @@
 """Conformance: the built-in targets of `linrnn conform` against the reference, each check with its error.
 
-The engine is `linrnn.impls.conform`; this module picks the targets and names the template. The peers
+The engine is `linrnn.verify.conform`; this module picks the targets and names the template. The peers
 (the optional extra `linrnn[peers]`) run at the contracts their adapters implement; the project's own
 adapters (`linrnn-torch`, `linrnn-jax`) at every mixer kind, and its scans at the scan contract. A target that
 cannot run here (its package or framework missing) is listed with the reason instead. The findings table
@@ -21,7 +21,7 @@ dtype on a 2-core CPU) and `accelerated-scan` (Triton's interpreter runs its ker
 
 from __future__ import annotations
 
-from linrnn.impls.conform import DEFAULT_LENGTHS, DTYPES, peers_table, run, unavailable
+from linrnn.verify.conform import DEFAULT_LENGTHS, DTYPES, peers_table, run, unavailable
 from linrnn.impls.config import KINDS
 
 NAME = "conformance"

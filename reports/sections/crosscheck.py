@@ -1,11 +1,11 @@
 """The cross-check matrix: reference, torch and jax on the same bundles (`linrnn crosscheck`'s selection).
 
-The engine is `linrnn.impls.crosscheck`; this module picks the report's selection and names the template.
+The engine is `linrnn.verify.crosscheck`; this module picks the report's selection and names the template.
 """
 
 from __future__ import annotations
 
-from linrnn.impls.crosscheck import DEFAULT_SHAPES, Selection, Shape, run
+from linrnn.verify.crosscheck import DEFAULT_SHAPES, Selection, Shape, run
 
 NAME = "crosscheck"
 TITLE = "Cross-check: reference vs PyTorch vs JAX, outputs and gradients"

@@ -1,13 +1,13 @@
 """Speed of one JAX layer forward, per mixer and mode (run with `pytest --benchmark`; skipped otherwise).
 
 B=8, H=128, N=128 (RotRNN: 16 heads of 8), L=4096, float32, on JAX's default device. The harness
-(`linrnn.impls.jax.bench.make_forward`) compiles and runs once before the timer; each timed call
+(`linrnn.verify.bench_jax.make_forward`) compiles and runs once before the timer; each timed call
 ends with `block_until_ready`. Never asserts on times.
 """
 
 import pytest
 
-from linrnn.impls.jax.bench import KINDS, make_forward, scan_alone
+from linrnn.verify.bench_jax import KINDS, make_forward, scan_alone
 from linrnn.impls.jax.layer import MODES
 
 SIZES = dict(B=8, L=4096, H=128, N=128, heads=16, dtype="float32")

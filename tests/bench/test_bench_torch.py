@@ -1,7 +1,7 @@
 """Speed of the PyTorch layers (`pytest --benchmark`): the forward time of every view of one layer.
 
 B=8, L=4096, H=128, N=128 (RotRNN: 16 heads of 8), float32, inference (no autograd graph), on the
-device PyTorch defaults to. The layer and the timing call come from `linrnn.impls.torch.bench`, which
+device PyTorch defaults to. The layer and the timing call come from `linrnn.verify.bench_torch`, which
 the report reuses. The untimed warm-up call also sets the number of rounds, so that the slow views
 (DLR's step loop) stay at a few rounds. Run alone: a concurrent process distorts every timing.
 """
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from linrnn.impls.torch import MODES
-from linrnn.impls.torch.bench import (DIAGONAL_PARTS, diagonal_forward_parts, dlr_chunk_forward, dlr_forward_parts,
+from linrnn.verify.bench_torch import (DIAGONAL_PARTS, diagonal_forward_parts, dlr_chunk_forward, dlr_forward_parts,
                                       make_forward, make_gemm_floor, make_peer, scan_candidates)
 
 B, L, H, N, HEADS = 8, 4096, 128, 128, 16
@@ -82,7 +82,7 @@ def _yardstick(part):
     """(forward, info) of the targets' yardsticks, the GEMM floor and s5-pytorch (skipped without the [peers] extra),
     or None for a part of a layer."""
     if part == "s5-pytorch":
-        from linrnn.impls.torch import peers
+        from linrnn.verify import peers_torch as peers
 
         reason = peers.missing_reason(part)
         if reason:

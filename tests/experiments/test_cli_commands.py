@@ -66,8 +66,8 @@ def test_a_bad_input_is_one_line_and_exit_2(argv, message, capsys, tmp_path, mon
 def test_the_bench_tables_get_the_options(monkeypatch, capsys):
     """Each action calls its harness with the options given (the harness replaced by a recorder)."""
     from linrnn.experiments import training_speed
-    from linrnn.impls.jax import bench as jax_bench
-    from linrnn.impls.torch import bench as torch_bench
+    from linrnn.verify import bench_jax as jax_bench
+    from linrnn.verify import bench_torch as torch_bench
 
     calls = []
     monkeypatch.setattr(torch_bench, "routes_table", lambda *args: calls.append(("routes", args)) or "routes")

@@ -22,7 +22,7 @@ import torch
 
 from linrnn.cli import main
 from linrnn.experiments import gpucheck, gpukernels, speed
-from linrnn.impls import crosscheck
+from linrnn.verify import crosscheck
 from linrnn.impls.errors import LinrnnError
 from linrnn.reports import cli as report_cli
 from linrnn.impls.results import SCHEMA_VERSION
@@ -133,7 +133,7 @@ def stand_in_mamba(monkeypatch, planted: str | None = None):
     planted: "delta_not_in_B" (x_l = exp(delta_l A) x_{l-1} + B_l u_l) or "real_part_once" (Re instead of 2 Re)."""
     import torch.nn.functional as F
 
-    from linrnn.impls.torch import conform_peers as peers
+    from linrnn.verify import conform_peers_torch as peers
 
     def selective_scan_ref(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False,
                            return_last_state=False):
@@ -206,7 +206,7 @@ def test_the_mamba_step_passes_a_faithful_stand_in_and_catches_planted_errors(mo
 
 
 def test_the_mamba_step_is_skipped_where_mamba_ssm_is_absent_and_renders_where_it_runs(monkeypatch, tmp_path):
-    from linrnn.impls.torch import conform_peers as peers
+    from linrnn.verify import conform_peers_torch as peers
 
     if peers.mamba_missing() == peers.MAMBA_ABSENT:                   # this machine: no mamba_ssm
         assert gpukernels.mamba_step(gpucheck.Run("cpu", False, 60, None), {}) == {"status": MAMBA_SKIPPED}
@@ -224,7 +224,7 @@ def test_the_mamba_step_is_skipped_where_mamba_ssm_is_absent_and_renders_where_i
 def test_the_mamba_targets_in_conform(monkeypatch):
     """`linrnn conform mamba-ssm-ref --model scan` on the stand-in: float64 is n/a (it computes in float32), float32
     conforms; another contract is a one-line error."""
-    from linrnn.impls import conform
+    from linrnn.verify import conform
 
     stand_in_mamba(monkeypatch)
     result = conform.run("mamba-ssm-ref", "scan", lengths=(1, 7), long_length=64)

@@ -1,4 +1,4 @@
-"""Helpers shared by the tests of this folder: the command line in-process, and the long-sequence cases."""
+"""Helpers shared by the tests of this folder: the long-sequence cases (the command line in-process: tests/conftest.py)."""
 
 from functools import lru_cache
 
@@ -8,34 +8,6 @@ import pytest
 from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
-
-from linrnn.cli import main
-
-
-class CLI:
-    """`linrnn` in-process: `run` returns (exit status, stdout, stderr); `error_line` expects a one-line failure."""
-
-    def __init__(self, capsys):
-        self.capsys = capsys
-
-    def run(self, *argv):
-        code = main([str(a) for a in argv])
-        out, err = self.capsys.readouterr()
-        return code, out, err
-
-    def error_line(self, *argv) -> str:
-        """A command that must fail: exit status 2 and exactly one line on stderr, no traceback."""
-        code, out, err = self.run(*argv)
-        assert code == 2, (code, out, err)
-        lines = err.strip().splitlines()
-        assert len(lines) == 1 and "Traceback" not in err, err
-        return lines[0]
-
-
-@pytest.fixture
-def cli(capsys):
-    return CLI(capsys)
-
 
 LONG_H, LONG_N = 4, 8   # small H and N: the long-sequence cases are about L and the decays, not width
 

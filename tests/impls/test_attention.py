@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from linrnn.impls import crosscheck
+from linrnn.verify import crosscheck
 from linrnn.impls.bundle import RECURRENCE_KEYS, load, mixer_shapes
 from linrnn.impls.config import AttentionConfig, mixer_config
 from linrnn.impls.errors import LinrnnError

@@ -243,7 +243,7 @@ def test_states_of_the_wrong_shape_or_kind_are_refused():
 @pytest.mark.parametrize("kind", ["rotrnn", "lru", "dlr"])
 def test_apply_system_is_apply_from_the_materialised_system(kind):
     """The cross-check differentiates `materialise` and `apply_system` apart: together they must be `apply`."""
-    from linrnn.impls.bench import layer_config
+    from linrnn.verify.bench import layer_config
     from linrnn.impls.config import mixer_config
 
     cfg = layer_config(kind, 4, 4, heads=2)

@@ -159,7 +159,7 @@ def test_the_layer_scan_saves_its_input_and_boundaries_only(small_blocks):
 
 @pytest.mark.parametrize("kind", ["rotrnn", "lru", "dlr"])
 def test_autocast_runs_the_projections_in_bf16_and_the_recurrence_in_float32(kind, monkeypatch):
-    from linrnn.impls.bench import layer_config
+    from linrnn.verify.bench import layer_config
     from linrnn.impls.init import init
     from linrnn.impls.torch import from_bundle
 
@@ -215,9 +215,10 @@ def test_time_major_chunks_give_the_states_and_boundaries_of_batch_major_ones(re
 @pytest.mark.parametrize("kind", ["rotrnn", "lru"])
 def test_the_forward_parts_are_the_layers_own(small_blocks, kind):
     """Each part computes what that part of the layer computes, over several blocks and a padded last one."""
-    from linrnn.impls.bench import layer_config
+    from linrnn.verify.bench import layer_config
     from linrnn.impls.init import init
-    from linrnn.impls.torch import bench, from_bundle
+    from linrnn.impls.torch import from_bundle
+    from linrnn.verify import bench_torch as bench
 
     B, L, H, N, heads = 2, 21, 3, 4, 2
     parts = bench.diagonal_forward_parts(kind, B, L, H, N, heads, dtype="float64", seed=5)

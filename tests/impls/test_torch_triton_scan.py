@@ -222,7 +222,7 @@ def test_the_module_imports_without_triton(monkeypatch):
 def test_the_layers_scan_view_through_the_triton_kernel_equals_the_loop(kind, monkeypatch):
     """`diagonal.scan` routes to `scans.device_kernel(device)`, which is the Triton scan on CUDA; here the
     interpreter stands in for the device, through both directions, a given state and every gradient."""
-    from linrnn.impls.bench import layer_config
+    from linrnn.verify.bench import layer_config
     from linrnn.impls.init import init
     from linrnn.impls.reference import spectral_radius
     from linrnn.impls.torch import from_bundle

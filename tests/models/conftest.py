@@ -7,7 +7,7 @@ import numpy as np
 
 import pytest
 
-from linrnn.impls import crosscheck, specs
+from linrnn.verify import crosscheck, specs
 from linrnn.impls.bundle import expected_shapes
 from linrnn.impls.init import init
 

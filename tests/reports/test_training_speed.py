@@ -22,7 +22,7 @@ from linrnn.cli import main as cli_main
 from linrnn.experiments import training_speed as ts
 from linrnn.experiments.memory_probe import probe_memory
 from linrnn.impls import results
-from linrnn.impls.bench import DIRECTIONS, PeakRSS, input_bytes
+from linrnn.verify.bench import DIRECTIONS, PeakRSS, input_bytes
 from linrnn.impls.errors import LinrnnError
 from linrnn.reports.render import render
 from linrnn.reports.results import read_results, write_result
@@ -190,7 +190,7 @@ def test_memory_probe_grows_with_length():
 
 
 def test_a_missing_peer_is_a_skip_reason(monkeypatch):
-    from linrnn.impls.torch import peers
+    from linrnn.verify import peers_torch as peers
 
     monkeypatch.setitem(sys.modules, "s5", None)           # `import s5` now raises ImportError
     reason = peers.missing_reason("s5-pytorch")
@@ -243,8 +243,8 @@ def test_the_two_harnesses_share_their_builders_signatures():
     """The sweep calls either side's builders with one set of arguments: same names, same defaults."""
     import inspect
 
-    from linrnn.impls.jax import bench as jax_bench
-    from linrnn.impls.torch import bench as torch_bench
+    from linrnn.verify import bench_jax as jax_bench
+    from linrnn.verify import bench_torch as torch_bench
 
     for name in ("make_forward", "make_forward_backward", "make_gemm_floor", "make_scan_alone"):
         t, j = (inspect.signature(getattr(m, name)).parameters for m in (torch_bench, jax_bench))

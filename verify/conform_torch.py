@@ -1,4 +1,4 @@
-"""`linrnn conform`'s targets on the PyTorch side, and its torch gradient probe (`linrnn.impls.conform`).
+"""`linrnn conform`'s targets on the PyTorch side, and its torch gradient probe (`linrnn.verify.conform`).
 
 Each target follows the protocol of docs/conform.md: `target(bundle, config, dtype)` with the bundle's
 float64 arrays (layer keys) and its config as a plain dict returns `call(u, state=None) -> (y, state)`.
@@ -39,7 +39,7 @@ from linrnn.impls.config import config_from_dict
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.torch import from_bundle
 from linrnn.impls.torch.layer import MODES, torch_dtype
-from linrnn.impls.torch.peers import PEERS, check_peer, missing_reason
+from linrnn.verify.peers_torch import PEERS, check_peer, missing_reason
 from linrnn.impls.torch.scan import complex_dtype
 
 SEED = 0          # the peers' own initialisation of what the contract does not set

@@ -1,4 +1,4 @@
-"""`linrnn conform`'s target on the JAX side, and its JAX gradient probe (`linrnn.impls.conform`).
+"""`linrnn conform`'s target on the JAX side, and its JAX gradient probe (`linrnn.verify.conform`).
 
     linrnn-jax        the project's own layer (`linrnn.impls.jax.layer.apply`), mode `scan`
     linrnn-jax-scan   the project's scan (`linrnn.impls.jax.scan.associative`) as a target of the scan contract

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from linrnn.impls import results
-from linrnn.impls import crosscheck
+from linrnn.verify import crosscheck
 from linrnn.impls.reference import spectral_radius
 from linrnn.impls.tolerance import tolerance
 from linrnn.cli import main

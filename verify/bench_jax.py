@@ -6,7 +6,7 @@
     train, info = make_forward_backward("lru", "scan", B=8, L=4096, H=128, N=128)
     train()                              # jax.grad of sum(y) w.r.t. the parameters and u, jitted
 
-The same signatures, defaults and return types as `linrnn.impls.torch.bench`'s builders, and the same
+The same signatures, defaults and return types as `linrnn.verify.bench_torch`'s builders, and the same
 companions with a `direction` ('forward' or 'forward+backward'): `make_gemm_floor` (the two
 projections of an LRU layer alone, (u W_in) W_out with W_in (H 2N)) and `make_scan_alone` (the
 recurrence alone, vmapped over the batch: 'sequential' is `lax.scan`, 'pallas' the Pallas kernel).
@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from linrnn.impls.bench import KINDS, check_direction, info_record, layer_config, median_ms  # noqa: F401
+from linrnn.verify.bench import KINDS, check_direction, info_record, layer_config, median_ms  # noqa: F401
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import layer

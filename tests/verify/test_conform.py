@@ -1,4 +1,4 @@
-"""`linrnn conform` (`linrnn.impls.conform`): each planted deviation is named, the project's own layers conform,
+"""`linrnn conform` (`linrnn.verify.conform`): each planted deviation is named, the project's own layers conform,
 bad input is a one-line error, and the peers' real behaviour is what is known about them.
 
 Each planted target is the float64 reference plus one bug, written here; conform must find it by its probes.
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from linrnn.impls import results
-from linrnn.impls import conform
+from linrnn.verify import conform
 from linrnn.impls.config import KINDS, config_from_dict, config_to_dict
 from linrnn.impls.reference import apply_mixer
 

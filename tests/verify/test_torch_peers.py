@@ -1,4 +1,4 @@
-"""The peers (`linrnn.impls.torch.peers`): each builds at (H, N) and maps u (B L H) to y (B L H).
+"""The peers (`linrnn.verify.peers_torch`): each builds at (H, N) and maps u (B L H) to y (B L H).
 
 They are contenders for time and memory only, so no output is compared with ours here; what is
 checked is the contract the benchmarks rely on (shapes, float32, seeding, differentiable, clear errors).
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from linrnn.impls.errors import LinrnnError
-from linrnn.impls.torch import peers
+from linrnn.verify import peers_torch as peers
 
 
 @pytest.mark.parametrize("name", list(peers.PEERS))

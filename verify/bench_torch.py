@@ -13,12 +13,12 @@ Beside the layers, with the same `(call, info)` return and a `direction` ('forwa
     make_gemm_floor     the two projections of an LRU layer alone, (u W_in) W_out with W_in (H 2N):
                         N complex modes as 2N real columns; a layer that projects into its state and
                         back cannot be faster than these two matrix products
-    make_peer           s5-pytorch or LRU-pytorch at (H, N) (`linrnn.impls.torch.peers`)
+    make_peer           s5-pytorch or LRU-pytorch at (H, N) (`linrnn.verify.peers_torch`)
     make_scan_alone     the recurrence alone on (B L n 2) pairs: 'chunked' (this package's scan,
                         `scan.chunked`) or 'triton' (`triton_scan.scan`, CUDA)
 
 Every builder allocates its parameters and inputs last, after calling `before_inputs()` if given
-(the memory probes' start: `linrnn.impls.bench.PeakRSS`, `CudaPeak`); no builder runs its call.
+(the memory probes' start: `linrnn.verify.bench.PeakRSS`, `CudaPeak`); no builder runs its call.
 Numbers on a shared CPU are noisy (docs/speed.md): time alone, compare ratios, and never
 assert on a timing in a test.
 """
@@ -31,7 +31,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from linrnn.impls.bench import (check_direction, info_record, interleaved_ms, layer_config,  # noqa: F401  (median_ms: re-exported)
+from linrnn.verify.bench import (check_direction, info_record, interleaved_ms, layer_config,  # noqa: F401  (median_ms: re-exported)
                                 median_ms)
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
@@ -114,7 +114,7 @@ def make_forward(kind: str, mode: str, B: int, L: int, H: int, N: int, heads: in
 
     -> (forward, info): forward() returns y (B L H) after synchronising the device; info records
        kind, mode, B, L, H, N, heads, dtype, device and torch's version, for benchmark records.
-       The same signature, defaults and return type as `linrnn.impls.jax.bench.make_forward`.
+       The same signature, defaults and return type as `linrnn.verify.bench_jax.make_forward`.
     """
     return _layer_call("forward", kind, mode, B, L, H, N, heads, dtype, seed, device, before_inputs)
 
@@ -151,7 +151,7 @@ def make_peer(name: str, direction: str, B: int, L: int, H: int, N: int, dtype: 
               device: str | torch.device | None = None, *,
               before_inputs: Callable[[], None] | None = None) -> tuple[Callable[[], torch.Tensor], dict]:
     """Peer `name` ('s5-pytorch', 'lru-pytorch') at (H, N) on u (B L H); LinrnnError if it is not installed."""
-    from linrnn.impls.torch import peers
+    from linrnn.verify import peers_torch as peers
 
     dev = _device(device)
     reason = peers.missing_reason(name)
@@ -398,7 +398,7 @@ def forward_parts_table(rounds: int = 11, B: int = 8, L: int = 4096, H: int = 12
     ratios within a round, with their range over the rounds (a slow spell that hits one call and not the
     other shows there). s5-pytorch's column is left out, with a note, without the [peers] extra.
     """
-    from linrnn.impls.torch import peers
+    from linrnn.verify import peers_torch as peers
 
     calls = {"GEMM floor": make_gemm_floor("forward", B, L, H, N)[0]}
     s5_missing = peers.missing_reason("s5-pytorch")

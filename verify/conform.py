@@ -54,8 +54,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from linrnn.impls import conform_scan as scan
-from linrnn.impls import conform_spectrum as spectrum
+from linrnn.verify import conform_scan as scan
+from linrnn.verify import conform_spectrum as spectrum
 from linrnn.impls.bundle import mixer_shapes
 from linrnn.impls import specs
 from linrnn.impls.config import MIXER_CONFIGS, MixerConfig, config_to_dict, mixer_config
@@ -67,19 +67,19 @@ from linrnn.impls.tolerance import compare, tolerance
 # Built-in targets: name -> (module, function). The modules live on the framework sides and are imported
 # only when named, so this module imports neither framework (docs/architecture.md, "The layers").
 BUILTINS: dict[str, tuple[str, str]] = {
-    "lru-pytorch": ("linrnn.impls.torch.conform_adapters", "lru_pytorch"),
-    "s5-pytorch": ("linrnn.impls.torch.conform_adapters", "s5_pytorch"),
-    "lrnnx": ("linrnn.impls.torch.conform_peers", "lrnnx"),
-    "accelerated-scan": ("linrnn.impls.torch.conform_peers", "accelerated_scan"),
-    "accelerated-scan-ref": ("linrnn.impls.torch.conform_peers", "accelerated_scan_ref"),
-    "torch-associative-scan": ("linrnn.impls.torch.conform_peers", "torch_associative_scan"),
-    "recurrentgemma": ("linrnn.impls.jax.conform_adapters", "recurrentgemma"),
-    "mamba-ssm-ref": ("linrnn.impls.torch.conform_peers", "mamba_ssm_ref"),
-    "mamba-ssm": ("linrnn.impls.torch.conform_peers", "mamba_ssm"),
-    "linrnn-torch": ("linrnn.impls.torch.conform_adapters", "linrnn_torch"),
-    "linrnn-jax": ("linrnn.impls.jax.conform_adapters", "linrnn_jax"),
-    "linrnn-torch-scan": ("linrnn.impls.torch.conform_peers", "linrnn_torch_scan"),
-    "linrnn-jax-scan": ("linrnn.impls.jax.conform_adapters", "linrnn_jax_scan"),
+    "lru-pytorch": ("linrnn.verify.conform_torch", "lru_pytorch"),
+    "s5-pytorch": ("linrnn.verify.conform_torch", "s5_pytorch"),
+    "lrnnx": ("linrnn.verify.conform_peers_torch", "lrnnx"),
+    "accelerated-scan": ("linrnn.verify.conform_peers_torch", "accelerated_scan"),
+    "accelerated-scan-ref": ("linrnn.verify.conform_peers_torch", "accelerated_scan_ref"),
+    "torch-associative-scan": ("linrnn.verify.conform_peers_torch", "torch_associative_scan"),
+    "recurrentgemma": ("linrnn.verify.conform_jax", "recurrentgemma"),
+    "mamba-ssm-ref": ("linrnn.verify.conform_peers_torch", "mamba_ssm_ref"),
+    "mamba-ssm": ("linrnn.verify.conform_peers_torch", "mamba_ssm"),
+    "linrnn-torch": ("linrnn.verify.conform_torch", "linrnn_torch"),
+    "linrnn-jax": ("linrnn.verify.conform_jax", "linrnn_jax"),
+    "linrnn-torch-scan": ("linrnn.verify.conform_peers_torch", "linrnn_torch_scan"),
+    "linrnn-jax-scan": ("linrnn.verify.conform_jax", "linrnn_jax_scan"),
 }
 
 
@@ -138,7 +138,7 @@ OWN = ("linrnn-torch", "linrnn-jax", "linrnn-torch-scan", "linrnn-jax-scan")
 # The gradient probes: framework -> module with `input_gradient(call, u, w) -> (gradient or None, how or why
 # not)`, raising what the call raises on that framework's arrays. A framework is tried only when the target
 # has imported it already.
-GRADIENT_PROBES = {"torch": "linrnn.impls.torch.conform_adapters", "jax": "linrnn.impls.jax.conform_adapters"}
+GRADIENT_PROBES = {"torch": "linrnn.verify.conform_torch", "jax": "linrnn.verify.conform_jax"}
 
 def models() -> tuple[str, ...]:
     """The contracts: each recurrent mixer kind registered (`linrnn.impls.specs`), and the scan x_t = a_t x_{t-1} + b_t."""
