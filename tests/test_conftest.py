@@ -29,3 +29,16 @@ def test_jax_compiles_into_the_runs_shared_cache():
 
     program(jnp.arange(7.0)).block_until_ready()
     assert set(folder.iterdir()) - before, f"compiling a new program wrote nothing into {folder}"
+
+
+def root_conftest(config):
+    path = pathlib.Path(__file__).resolve().parents[1] / "conftest.py"
+    return next(p for p in config.pluginmanager.get_plugins()
+                if getattr(p, "__file__", None) and pathlib.Path(p.__file__).resolve() == path)
+
+
+def test_xla_compiles_with_the_elemental_fusion_emitters_where_jaxlib_takes_the_flag(request):
+    conftest = root_conftest(request.config)
+    if conftest.xla_accepts(conftest.XLA_TEST_EMITTERS):       # this jaxlib knows the flag: the run must set it
+        assert "--xla_cpu_use_fusion_emitters=" in os.environ["XLA_FLAGS"]   # (or the user did, to either value)
+    assert not conftest.xla_accepts("--xla_cpu_no_such_flag_linrnn=true")   # an unknown flag: left out, no abort
