@@ -7,7 +7,8 @@ import numpy as np
 
 import pytest
 
-from linrnn.verify import crosscheck, specs
+from linrnn.impls import specs
+from linrnn.verify import crosscheck
 from linrnn.impls.bundle import expected_shapes
 from linrnn.impls.init import init
 

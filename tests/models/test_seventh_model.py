@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from linrnn.verify import conform, crosscheck, specs
+from linrnn.impls import specs
+from linrnn.verify import conform, crosscheck
 from linrnn.impls.config import MIXER_CONFIGS, config_from_dict, config_to_dict, mixer_config
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init

@@ -249,7 +249,7 @@ def test_the_jax_training_step_does_not_retrace_after_its_first(monkeypatch):
         return forward_train(*args, **kwargs)
 
     monkeypatch.setattr(jax_model, "forward_train", counted_forward)
-    cfg = config(backend="jax", dtype="float32", length=8, d_model=4, d_state=2, n_layers=1, dropout=0.1)
+    cfg = config({"d_state": 2}, backend="jax", dtype="float32", length=8, d_model=4, n_layers=1, dropout=0.1)
     source = SyntheticSource(cfg)
     run = Adapter(init(source.model_config(), cfg.seed), cfg)
     adam_update = run.adam.update
