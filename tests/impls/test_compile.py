@@ -1,7 +1,7 @@
 """`torch.compile` of every PyTorch mode of every mixer gives the eager result (issue 30 §4; docs/precision.md,
 "Compiled paths").
 
-Each route (kind x mode, `modes("torch", kind)`) is compiled once, at tiny sizes (B = 2, L = 5, H = N = 2, float32),
+Each route (kind x mode, `modes("torch", kind)`) is compiled once, at tiny sizes (B = 2, L = 5, H = N = 2, RotRNN N = 4, float32),
 with `backend="aot_eager"`: Dynamo's graph capture and AOTAutograd's joint forward-backward graph, run without
 code generation (the capture is what can break or crash; inductor's C++ build would cost tens of seconds a
 route here). The output and the gradients of <w, y> in the input and in every raw parameter are compared with the
@@ -51,7 +51,9 @@ BREAKS = {
 
 @lru_cache(maxsize=None)
 def case(kind: str, bidirectional: bool = False):
-    cfg = mixer_config(kind, H, N, heads=1, bidirectional=bidirectional)
+    # RotRNN at N = 4 (two rotation blocks): at N = 2 its basis P = expm(M - M^T) commutes with the one block, so M
+    # drops out and d/dM is rounding noise around 0 (inductor's reordering gave it a relative error of 2.2 at N = 2)
+    cfg = mixer_config(kind, H, 4 if kind == "rotrnn" else N, heads=1, bidirectional=bidirectional)
     rng = np.random.default_rng(3)
     return init(cfg, 2), rng.standard_normal((B, L, H)), rng.standard_normal((B, L, H))
 
