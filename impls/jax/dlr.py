@@ -11,13 +11,13 @@ Routes per mode (one sequence here; `layer.apply` vmaps over the batch):
 * `sequential`: `lax.scan` over the (H N) state with the read-out Re(W x_t) inside the step, so the
   (L H N) trajectory is never stored;
 * `scan`: chunkwise (chunks of T = `CHUNK` positions): inside a chunk the output is a dense causal
-  T x T Toeplitz product with the first T kernel taps; across chunks the (H N) state
-  S_c = lambda^T S_{c-1} + sum_tau lambda^(T-1-tau) u_tau is carried by `scan.associative` (a diagonal
-  recurrence on H N lanes) and read out as Re(sum_n lambda_n^(t+1) (W S_{c-1})_{h,n}). All but the carry
-  scan are GEMMs. The whole runs over time in blocks of about L / `BLOCKS` positions (`scan.blocked`):
-  the backward keeps u and the (H N) state entering each block, and re-runs one block's forward at a
-  time; plain autodiff of the chunkwise route kept several (L/T H N) arrays (32 B L H 4 bytes at
-  L = 4096, docs/speed-log.md, "2026-12-03: JAX, a chunked backward");
+  T x T Toeplitz product with the first T kernel taps (the matrix built once per call); across chunks
+  the (H N) state S_c = lambda^T S_{c-1} + sum_tau lambda^(T-1-tau) u_tau is carried by a `lax.scan` over
+  the chunks (a diagonal recurrence on H N lanes) and read out as Re(sum_n lambda_n^(t+1) (W S_{c-1})_{h,n}).
+  All but the carry are GEMMs. The whole runs over time in blocks of about L / `BLOCKS` positions
+  (`scan.blocked`): the backward keeps u and the (H N) state entering each block, and re-runs one block's
+  forward at a time; plain autodiff of the chunkwise route kept several (L/T H N) arrays (32 B L H 4 bytes
+  at L = 4096, docs/speed-log.md, "2026-12-03: JAX, a chunked backward");
 * `conv`: the kernel K computed as Re(exp(l log lambda) W^T) in chunks of `KERNEL_CHUNK` lags
   (`lax.map`; never an N x L matrix), then a zero-padded real FFT of length >= L + L_k;
 * `step`: one position, O(H N).
@@ -34,14 +34,14 @@ import jax.numpy as jnp
 from jax import lax
 
 from linrnn.impls.config import DLRConfig
-from linrnn.impls.jax.scan import associative, block_length, blocked, causal_fft_conv, exponents, powers
+from linrnn.impls.jax.scan import block_length, blocked, causal_fft_conv, exponents, powers
 
 Params = Mapping[str, jnp.ndarray]
 
 CHUNK = 64          # T of the chunkwise scan: T^2 H (intra) against L/T sequential carries
 KERNEL_CHUNK = 256  # lags per block when computing the kernel: a (KERNEL_CHUNK N) block at a time
-BLOCKS = 64         # the scan mode's blocks (`scan.blocked`): about L / 64 positions each, at least
-MIN_BLOCK = 128     # 128; each saves an (H N) state, each block's backward holds (T/CHUNK H N) states
+BLOCKS = 64         # the scan mode's blocks (`scan.blocked`): about L / 64 positions each, at least 256 (fewer
+MIN_BLOCK = 256     # blocks: each adds the (T T H) Toeplitz cotangent per sequence); each saves an (H N) state
 
 
 class DLRSystem(NamedTuple):
@@ -136,25 +136,52 @@ def sequential(sys: DLRSystem, cfg: DLRConfig, u: jnp.ndarray, x0: jnp.ndarray):
     return y, x_last
 
 
-def _chunkwise(log_lam, W_re, W_im, u, x0):
-    """The recurrence by chunks of T positions (see the module docstring).     u (L H), x0 (H N) -> (L H), x_L"""
+def _chunk_system(log_lam, W_re, W_im, T: int):
+    """What every chunk of T positions shares: the powers lambda^0 .. lambda^T (T+1 N) and the causal T x T Toeplitz
+    matrix of the first T kernel taps (T T H); the powers' prefix and the matrix's top-left corner serve a shorter
+    chunk. Computed once per layer call: inside `blocked`, its backward (a scatter of T T H per block and
+    sequence) was most of the scan mode's training time (docs/speed-log.md)."""
+    p = powers(log_lam, exponents(0, T + 1, log_lam))                         # (T+1 N)  lambda^0 .. lambda^T
+    K = p[:T].real @ W_re.T - p[:T].imag @ W_im.T                         # (T H)
+    lag = jnp.arange(T)[:, None] - jnp.arange(T)[None, :]                 # (T T)  t - s
+    toeplitz = jnp.where((lag >= 0)[..., None], K[jnp.clip(lag, 0, T - 1)], jnp.zeros((), K.dtype))  # (T T H)
+    return p, toeplitz
+
+
+def _intra_chunks(toeplitz, u):
+    """Inside each chunk of T positions (T from the Toeplitz matrix, at most L): y_t = sum_{s<=t, same chunk}
+    K_{t-s} u_s with the first T taps. No state crosses a chunk.     toeplitz (T' T' H), T' >= T; u (L H) -> (L H)"""
+    L, H = u.shape
+    T = min(toeplitz.shape[0], L)
+    C = -(-L // T)
+    uc = jnp.pad(u, ((0, C * T - L), (0, 0))).reshape(C, T, H)            # (C T H)
+    y = jnp.einsum("tsh,csh->cth", toeplitz[:T, :T].astype(u.dtype), uc)  # (C T H)
+    return y.reshape(C * T, H)[:L]
+
+
+def _across_chunks(log_lam, W_re, W_im, p, u, x0):
+    """The state carried across chunks of T = min(CHUNK, L) positions and its read-out (see the module docstring);
+    the part inside the chunks is `_intra_chunks`'.     p (T'+1 N) = lambda^0 .. lambda^T', T' >= T;
+    u (L H), x0 (H N) -> (L H), x_L"""
     L, H = u.shape
     T = min(CHUNK, L)
     C = -(-L // T)
     pad = C * T - L
     uc = jnp.pad(u, ((0, pad), (0, 0))).reshape(C, T, H)                  # (C T H)
-    p = powers(log_lam, exponents(0, T + 1, log_lam))                         # (T+1 N)  lambda^0 .. lambda^T
-    # inside each chunk: y_t = sum_{s<=t} K_{t-s} u_s with the first T taps
-    K = p[:T].real @ W_re.T - p[:T].imag @ W_im.T                         # (T H)
-    lag = jnp.arange(T)[:, None] - jnp.arange(T)[None, :]                 # (T T)  t - s
-    toeplitz = jnp.where((lag >= 0)[..., None], K[jnp.clip(lag, 0, T - 1)], jnp.zeros((), u.dtype))  # (T T H)
-    y = jnp.einsum("tsh,csh->cth", toeplitz, uc)                          # (C T H)
+    p = p[:T + 1]                                                         # (T+1 N)
     # across chunks: S_c = lambda^T S_{c-1} + sum_tau lambda^(T-1-tau) u_{c,tau}
     w = p[:T][::-1]                                                       # (T N)  lambda^(T-1-tau)
     ends = lax.complex(jnp.einsum("tn,cth->chn", w.real, uc), jnp.einsum("tn,cth->chn", w.imag, uc))  # (C H N)
-    # a diagonal recurrence on the H N lanes with transition lambda^T over C steps: the `scan` mode's route
-    log_lam_T = jnp.broadcast_to(lax.complex(T * log_lam.real, T * log_lam.imag), x0.shape)   # (H N)
-    after = associative(log_lam_T.reshape(-1), ends.reshape(C, -1), x0.reshape(-1)).reshape(ends.shape)  # (C H N)
+    # a diagonal recurrence on the H N lanes with transition lambda^T over the block's C chunks, one chunk a step:
+    # `lax.associative_scan` here made the backward grow with C (0.67 s against 0.33 s for L = 4096 in blocks of
+    # 1,024, B = 8, H = N = 128; docs/speed-log.md)
+    lam_T = jnp.broadcast_to(jnp.exp(lax.complex(T * log_lam.real, T * log_lam.imag)), x0.shape)   # (H N)
+
+    def carry(x, end):
+        x = lam_T * x + end
+        return x, x
+
+    _, after = lax.scan(carry, x0, ends, unroll=min(C, 16))                # (C H N)  the state after each chunk
     before = jnp.concatenate([x0[None], after[:-1]])                       # (C H N)  the state before each chunk
     S_last = after[-1]                                                     # (H N)
     # read-out of the carried state: Re(sum_n lambda_n^(t+1) Z_{c,h,n}), Z = W * S_{c-1}: products over n,
@@ -162,7 +189,7 @@ def _chunkwise(log_lam, W_re, W_im, u, x0):
     q = p[1:]                                                             # (T N)  lambda^(t+1)
     Z_re = W_re * before.real - W_im * before.imag                        # (C H N)  Re(W S_{c-1})
     Z_im = W_re * before.imag + W_im * before.real                        # (C H N)  Im(W S_{c-1})
-    y = y + jnp.einsum("tn,chn->cth", q.real, Z_re) - jnp.einsum("tn,chn->cth", q.imag, Z_im)
+    y = jnp.einsum("tn,chn->cth", q.real, Z_re) - jnp.einsum("tn,chn->cth", q.imag, Z_im)   # (C T H)
     y = y.reshape(C * T, H)[:L]
     if pad:  # the padded tail moved S_last past x_L: restart from the state before the last chunk
         r = T - pad
@@ -178,15 +205,24 @@ def scan(sys: DLRSystem, cfg: DLRConfig, u: jnp.ndarray, x0: jnp.ndarray):
 
     u (L H), x0 (H N) complex -> y (L H), x_L (H N)
     """
-    def forward(x, u_b):
-        return _chunkwise(sys.log_lam, sys.W_re, sys.W_im, u_b, x)
-
+    # the powers and the Toeplitz matrix once per call, shared by the blocks (a block is a whole number of chunks:
+    # a power of two >= MIN_BLOCK, or all of L)
     block = block_length(u.shape[0], BLOCKS, MIN_BLOCK)
+    T = min(CHUNK, block)
+    shared = _chunk_system(sys.log_lam, sys.W_re, sys.W_im, T)
+
+    def forward(x, u_b):
+        y_b, x_b = _across_chunks(sys.log_lam, sys.W_re, sys.W_im, shared[0], u_b, x)
+        return y_b + _intra_chunks(shared[1], u_b), x_b
+
     y, x_last = blocked(forward, x0, u, block)
     y = y + sys.D * u
     if cfg.bidirectional:
+        shared_rev = _chunk_system(sys.log_lam, sys.W_re_rev, sys.W_im_rev, T)
+
         def backward(x, u_b):
-            return _chunkwise(sys.log_lam, sys.W_re_rev, sys.W_im_rev, u_b, x)
+            y_b, x_b = _across_chunks(sys.log_lam, sys.W_re_rev, sys.W_im_rev, shared_rev[0], u_b, x)
+            return y_b + _intra_chunks(shared_rev[1], u_b), x_b
 
         y_rev, _ = blocked(backward, jnp.zeros_like(x0), _backward_inputs(u)[::-1], block)
         y = y + y_rev[::-1]
