@@ -6,7 +6,9 @@
 `params` is a dict of jnp arrays keyed like the layer bundle (`params.from_bundle`); its dtype
 (float32 or float64) is the compute dtype, and the input and state are cast to it (complex64 or
 complex128 for complex states). An input in a low dtype (bfloat16, float16) is computed the same way and its
-output returned in that dtype (docs/precision.md, "Low precision": the recurrence stays in float32). The mixer modules work on one sequence; this module vmaps them once.
+output returned in that dtype (docs/precision.md, "Low precision": the recurrence stays in float32). The mixer modules
+work on one sequence (`run`), and this module vmaps them once, or on the whole batch (`run_batch`: DLR and S4D, whose
+chunkwise and kernel routes share arrays across the batch whose cotangents vmap would keep once per sequence).
 
 Modes (MODES[0] is the default):
 
@@ -122,6 +124,8 @@ def _run(sys, cfg: MixerConfig, u: jnp.ndarray, mode: str, state, resets=None):
         time_major = None if resets is None else jnp.swapaxes(resets, 0, 1)
         z_last, y = lax.scan(body, z0, (jnp.swapaxes(u, 0, 1), time_major))   # (B ...), (L B H)
         y = jnp.swapaxes(y, 0, 1)
+    elif hasattr(module, "run_batch"):                                   # the module takes the whole batch itself
+        y, z_last = module.run_batch(sys, cfg, u, z0, mode)
     else:
         y, z_last = jax.vmap(lambda u1, z: module.run(sys, cfg, u1, z, mode))(u, z0)
     if cfg.bidirectional or z_last is None:

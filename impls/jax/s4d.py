@@ -7,14 +7,20 @@
     y_{t,h}    = sum_{l<=t} K_{h,l} u_{t-l,h} + D_h u_{t,h}
     bidirectional:  y_t += sum_{j>=0} K^rev_j u_{t+1+j}   (future only; lag 0 is counted once)
 
-Routes per mode (one sequence here; `layer.apply` vmaps over the batch). The recurrence runs on H N
-complex lanes, lane (h, n) fed by u_{t,h}:
+Routes per mode (`run_batch`: the whole batch; `sequential` vmapped over it, `scan` and `conv` on it). The recurrence runs on H N
+complex lanes, lane (h, n) fed by u_{t,h}: DLR's recurrence with eigenvalues per channel, so the `scan`
+and `conv` routes are DLR's (`dlr.py`), given S4D's (H N) eigenvalues and C~ as the read-out weights:
 
-* `sequential`: `scan.sequential` (`lax.scan`) on the lanes, then the read-out Re(sum_n C~ x);
-* `scan`: `scan.device_scan` on the lanes (the associative scan with the adjoint VJP; Pallas on a GPU);
-* `conv`: lambda^l = exp(l dt A) for l <= L, the kernel K (L H) and a zero-padded real FFT
-  (`scan.causal_fft_conv`), plus the free response Re(C~ lambda^(t+1) x0) of the initial state; the
-  final state is sum_s lambda^(L-1-s) u_s + lambda^L x0;
+* `sequential`: `scan.sequential` (`lax.scan`) on the lanes, then the read-out Re(sum_n C~ x) (the naive
+  path, differentiated by plain autodiff: it keeps the (L H N) trajectory);
+* `scan`: `dlr.chunkwise`: chunks of T positions (a T x T Toeplitz product inside, the (H N) state carried
+  across), over time in blocks whose forward the backward recomputes (`scan.blocked`). It replaced the
+  associative scan on the H N lanes, whose training step kept (L H N) complex arrays: XLA's account at
+  B = 8, L = 4096, H = N = 128 fell from 1,796 to 9.6 B L H 4 bytes (4.05 at L = 65536; docs/speed.md);
+* `conv`: the kernel K (L H) by `dlr.kernel` (blocks of lags, each block's powers exp(l dt A)
+  recomputed in the backward) and a zero-padded real FFT (`scan.causal_fft_conv`), plus the free
+  response Re(C~ lambda^(t+1) x0) of the initial state the same way; the final state
+  sum_s lambda^(L-1-s) u_s + lambda^L x0 in blocks of lags too;
 * `step`: one position, O(H N).
 
 The backward direction runs the causal route on the time-reversed input u_{t+1}.
@@ -24,12 +30,14 @@ from __future__ import annotations
 
 from typing import Mapping, NamedTuple, Optional
 
+import jax
 import jax.numpy as jnp
 from jax import lax
 
 from linrnn.impls.config import S4DConfig
+from linrnn.impls.jax import dlr, scan
 from linrnn.impls.jax.dlr import STATE_IS_COMPLEX, from_native, state_shape, to_native  # noqa: F401  (DLR's (H, N) state)
-from linrnn.impls.jax.scan import ROUTES, causal_fft_conv, exponents, powers
+from linrnn.impls.jax.scan import causal_fft_conv, exponents, powers
 
 Params = Mapping[str, jnp.ndarray]
 
@@ -77,35 +85,74 @@ def _lanes(route, log_lam: jnp.ndarray, u: jnp.ndarray, x0: jnp.ndarray) -> jnp.
     return route(log_lam.reshape(-1), v, x0.reshape(-1)).reshape(L, H, N)
 
 
-def recurrent(sys: S4DSystem, cfg: S4DConfig, u: jnp.ndarray, x0: jnp.ndarray, mode: str):
-    """Mode 'sequential' or 'scan'.     u (L H), x0 (H N) complex -> y (L H), x_L (H N)"""
-    route = ROUTES[mode]
-    states = _lanes(route, sys.log_lam, u, x0)                              # (L H N)
+def sequential(sys: S4DSystem, cfg: S4DConfig, u: jnp.ndarray, x0: jnp.ndarray):
+    """Mode 'sequential': `lax.scan` on the lanes, then the read-out.     u (L H), x0 (H N) -> y (L H), x_L (H N)"""
+    states = _lanes(scan.sequential, sys.log_lam, u, x0)                    # (L H N)
     y = _read_out(sys.C, states) + sys.D * u
     if cfg.bidirectional:
-        backward = _lanes(route, sys.log_lam, _future(u)[::-1], jnp.zeros_like(x0))[::-1]
+        backward = _lanes(scan.sequential, sys.log_lam, _future(u)[::-1], jnp.zeros_like(x0))[::-1]
         y = y + _read_out(sys.C_rev, backward)
     return y, states[-1]
 
 
+def chunkwise(sys: S4DSystem, cfg: S4DConfig, u: jnp.ndarray, x0: jnp.ndarray):
+    """Mode 'scan': DLR's chunkwise scan in blocks with S4D's per-channel eigenvalues, on the whole batch.
+
+    u (B L H), x0 (B H N) -> y (B L H), x_L (B H N)
+    """
+    rev = (sys.C_rev.real, sys.C_rev.imag) if cfg.bidirectional else None
+    return dlr.chunkwise(sys.log_lam, (sys.C.real, sys.C.imag), rev, sys.D, u, x0)
+
+
 # -- the kernel view ------------------------------------------------------------------------------
 
+def _final_state(log_lam: jnp.ndarray, u: jnp.ndarray, x0: jnp.ndarray) -> jnp.ndarray:
+    """x_L = sum_s lambda^(L-1-s) u_s + lambda^L x0, in blocks of lags recomputed in the backward (no (L H N) array).
+
+    u (B L H), x0 (B H N) -> (B H N)
+    """
+    B, L, H = u.shape
+    size = min(dlr.kernel_chunk(log_lam), L)
+    n_blocks = -(-L // size)
+    lagged = jnp.pad(u[:, ::-1], ((0, 0), (0, n_blocks * size - L), (0, 0)))   # (B L' H)  u_{L-1-l} at lag l
+
+    def block(first):
+        p = powers(log_lam.reshape(-1), exponents(first, size, log_lam)).reshape((size,) + log_lam.shape)
+        u_b = lax.dynamic_slice_in_dim(lagged, first, size, axis=1)            # (B size H)
+        return lax.complex(jnp.einsum("lhn,blh->bhn", p.real, u_b), jnp.einsum("lhn,blh->bhn", p.imag, u_b))
+
+    firsts = jnp.arange(n_blocks, dtype=jnp.int32) * size
+    parts = lax.map(jax.checkpoint(block), firsts)                          # (n_blocks B H N)
+    return jnp.sum(parts, axis=0) + jnp.exp(L * log_lam) * x0
+
+
 def conv(sys: S4DSystem, cfg: S4DConfig, u: jnp.ndarray, x0: jnp.ndarray):
-    """The kernel by FFT and the free response of x0.     u (L H), x0 (H N) complex -> y (L H), x_L (H N)"""
-    L = u.shape[0]
-    p = powers(sys.log_lam.reshape(-1), exponents(0, L + 1, sys.log_lam)).reshape((L + 1,) + x0.shape)  # lambda^l
-    y = causal_fft_conv(_read_out(sys.C, p[:L]), u) + sys.D * u + _read_out(sys.C * x0, p[1:])
-    if cfg.bidirectional:
-        y = y + causal_fft_conv(_read_out(sys.C_rev, p[:L]), _future(u)[::-1])[::-1]
-    # the final state: sum_s lambda^(L-1-s) u_s + lambda^L x0
-    return y, jnp.einsum("sh,shn->hn", u.astype(p.dtype), p[:L][::-1]) + p[L] * x0
+    """The kernel by FFT (`dlr.convolve`) and the free response of x0.     u (B L H), x0 (B H N) complex
+    -> y (B L H), x_L (B H N)
+
+    The kernel K_l and the free response Re(C~ lambda^(t+1) x0) are `dlr.kernel` with S4D's (H N) eigenvalues,
+    in blocks of lags (no (L H N) array of powers, whose autodiff kept it for the backward); one kernel for the
+    batch.
+    """
+    L = u.shape[1]
+
+    def taps(C, start=0):
+        return dlr.kernel(sys.log_lam, C.real, C.imag, L, start)            # (L H), or (B L H) for C (B H N)
+
+    K_rev = taps(sys.C_rev) if cfg.bidirectional else None
+    y = dlr.convolve(taps(sys.C), K_rev, u) + sys.D * u + taps(sys.C * x0, 1)
+    return y, _final_state(sys.log_lam, u, x0)
 
 
-def run(sys: S4DSystem, cfg: S4DConfig, u: jnp.ndarray, x0: jnp.ndarray, mode: str):
-    """One sequence by the route of `mode`.     u (L H), x0 (H N) complex -> y (L H), x_L (H N)"""
-    if mode == "conv":
-        return conv(sys, cfg, u, x0)
-    return recurrent(sys, cfg, u, x0, mode)
+def run_batch(sys: S4DSystem, cfg: S4DConfig, u: jnp.ndarray, x0: jnp.ndarray, mode: str):
+    """The whole batch by the route of `mode` (`layer` calls this rather than vmapping a one-sequence `run`):
+    'sequential' is vmapped over it, 'scan' and 'conv' run on it (the FFT mapped over its sequences).
+
+    u (B L H), x0 (B H N) complex -> y (B L H), x_L (B H N)
+    """
+    if mode == "sequential":
+        return jax.vmap(lambda u1, x1: sequential(sys, cfg, u1, x1))(u, x0)
+    return (conv if mode == "conv" else chunkwise)(sys, cfg, u, x0)
 
 
 def step(sys: S4DSystem, cfg: S4DConfig, u_t: jnp.ndarray, x: jnp.ndarray):

@@ -11,9 +11,11 @@ once with `jax.vmap`. Routes with one signature `(log_lam, v, x0) -> states`:
   the one the others must equal, values and gradients);
 * `associative`: `lax.associative_scan` on the pairs (lambda, v) with the composition
   (a1, b1) o (a2, b2) = (a1 a2, a2 b1 + b2): log-depth, about twice the arithmetic;
-* `chunked` (S4D's `scan` mode on its H N lanes): `associative` forward, with a `jax.custom_vjp` backward
-  that is itself a diagonal recurrence, the adjoint a_t = g_t + lambda a_{t+1} run in reverse over chunks
-  of T positions;
+* `chunked` (`device_scan` off a GPU): `associative` forward, with a `jax.custom_vjp` backward that is
+  itself a diagonal recurrence, the adjoint a_t = g_t + lambda a_{t+1} run in reverse over chunks of T
+  positions. It was S4D's `scan` mode on its H N lanes until that mode moved to DLR's chunkwise route
+  (`s4d.py`); no layer mode runs it on a CPU now, and it stays as the CPU twin of the Pallas kernel's VJP,
+  checked in tests/impls/test_jax_scan_vjp.py;
 * `blocked`: not a route but the `scan` mode of RotRNN, LRU, S5 (`diagonal.run`) and DLR: the whole layer
   (projection, recurrence, read-out) over time in blocks, a `jax.custom_vjp` whose backward re-runs one
   block at a time from the state saved at its start; inside a block `block_scan` (`lax.scan` on a CPU,
@@ -208,12 +210,13 @@ def block_length(length: int, blocks: int | None = None, minimum: int | None = N
     return min(max(length, 1), max(minimum, 1 << (fits.bit_length() - 1)))
 
 
-def blocked(fn, carry, xs: jnp.ndarray, block: int | None = None):
+def blocked(fn, carry, xs: jnp.ndarray, block: int | None = None, axis: int = 0):
     """fn over time in blocks of `block` positions, with a backward that recomputes one block at a time.
 
     fn(carry, x_block) -> (y_block, carry): one block of a causal layer from the state entering it
-    (arrays it closes over, such as the layer's weights, are differentiated too); xs (L ...), carry a
-    pytree -> (ys (L ...), the carry after the last position).
+    (arrays it closes over, such as the layer's weights, are differentiated too); xs with time on `axis`
+    (L ... for axis 0; B L ... for axis 1, a whole batch), carry a pytree -> (ys, time on `axis`, the carry
+    after the last position).
 
     The full blocks run as a `lax.scan` over their indices with a `jax.custom_vjp` (`_blocks`): the
     forward reads each block out of xs in place and keeps only the carry entering each block (L / block
@@ -225,7 +228,7 @@ def blocked(fn, carry, xs: jnp.ndarray, block: int | None = None):
     same backward, but needs xs and its cotangent laid out block-major: under `vmap` two more copies of
     (B L ...) in XLA's memory account.)
     """
-    L = xs.shape[0]
+    L = xs.shape[axis]
     if L == 0:
         return fn(carry, xs)
     T = block_length(L) if block is None else block
@@ -233,35 +236,41 @@ def blocked(fn, carry, xs: jnp.ndarray, block: int | None = None):
         raise LinrnnError(f"block: expected a whole number of positions >= 1 (or None), found {block!r}")
     n_full, parts = L // T, []
     if n_full:
-        one, consts = jax.closure_convert(fn, carry, xs[:T])
-        ys, carry = _blocks(one, T, n_full, carry, xs, *consts)
+        one, consts = jax.closure_convert(fn, carry, _block(xs, 0, T, axis))
+        ys, carry = _blocks(one, T, n_full, axis, carry, xs, *consts)
         parts.append(ys)
     if n_full * T < L:
-        y, carry = jax.checkpoint(fn)(carry, xs[n_full * T:])
+        y, carry = jax.checkpoint(fn)(carry, lax.slice_in_dim(xs, n_full * T, L, axis=axis))
         parts.append(y)
-    return (parts[0] if len(parts) == 1 else jnp.concatenate(parts)), carry
+    return (parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=axis)), carry
 
 
-def _block(xs, i, T: int):
-    return lax.dynamic_slice_in_dim(xs, i * T, T, axis=0)
+def _block(xs, i, T: int, axis: int):
+    return lax.dynamic_slice_in_dim(xs, i * T, T, axis=axis)
 
 
-@partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2))
-def _blocks(fn, T, n, carry, xs, *consts):
-    return _blocks_forward(fn, T, n, carry, xs, *consts)[0]
+def _unstack(blocks, axis: int):
+    """(n ... T ...) stacked by `lax.scan`, T at 1 + axis -> the blocks joined along `axis` (n T positions)."""
+    joined = jnp.moveaxis(blocks, 0, axis)                             # (... n T ...)
+    return joined.reshape(joined.shape[:axis] + (-1,) + joined.shape[axis + 2:])
 
 
-def _blocks_forward(fn, T, n, carry, xs, *consts):
-    """Blocks 0 .. n-1 of T positions of xs, in order. -> ((ys (n T ...), carry), residuals)"""
+@partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2, 3))
+def _blocks(fn, T, n, axis, carry, xs, *consts):
+    return _blocks_forward(fn, T, n, axis, carry, xs, *consts)[0]
+
+
+def _blocks_forward(fn, T, n, axis, carry, xs, *consts):
+    """Blocks 0 .. n-1 of T positions of xs, in order. -> ((ys (n T positions on `axis`), carry), residuals)"""
     def body(c, i):
-        y, after = fn(c, _block(xs, i, T), *consts)
+        y, after = fn(c, _block(xs, i, T, axis), *consts)
         return after, (y, c)
 
     last, (ys, entering) = lax.scan(body, carry, jnp.arange(n))
-    return (ys.reshape((n * T,) + ys.shape[2:]), last), (entering, xs, consts)
+    return (_unstack(ys, axis), last), (entering, xs, consts)
 
 
-def _blocks_backward(fn, T, n, residuals, cotangents):
+def _blocks_backward(fn, T, n, axis, residuals, cotangents):
     """The blocks in reverse: re-run block i from its saved carry, pull (ct y_i, ct carry) back through it."""
     entering, xs, consts = residuals
     ct_ys, ct_last = cotangents
@@ -269,15 +278,17 @@ def _blocks_backward(fn, T, n, residuals, cotangents):
     def body(acc, i):
         ct_carry, ct_consts = acc
         c = jax.tree.map(lambda a: a[i], entering)
-        _, vjp = jax.vjp(fn, c, _block(xs, i, T), *consts)
-        ct_c, ct_x, *ct_k = vjp((_block(ct_ys, i, T), ct_carry))
+        _, vjp = jax.vjp(fn, c, _block(xs, i, T, axis), *consts)
+        ct_c, ct_x, *ct_k = vjp((_block(ct_ys, i, T, axis), ct_carry))
         return (ct_c, jax.tree.map(jnp.add, ct_consts, tuple(ct_k))), ct_x
 
     zeros = jax.tree.map(jnp.zeros_like, consts)
     (ct_carry, ct_consts), ct_xs = lax.scan(body, (ct_last, zeros), jnp.arange(n), reverse=True)
-    ct_xs = ct_xs.reshape((n * T,) + ct_xs.shape[2:])
-    if n * T < xs.shape[0]:                                            # the positions after the full blocks:
-        ct_xs = jnp.pad(ct_xs, ((0, xs.shape[0] - n * T),) + ((0, 0),) * (ct_xs.ndim - 1))   # not read here
+    ct_xs = _unstack(ct_xs, axis)
+    if n * T < xs.shape[axis]:                                         # the positions after the full blocks:
+        pad = [(0, 0)] * ct_xs.ndim                                    # not read here
+        pad[axis] = (0, xs.shape[axis] - n * T)
+        ct_xs = jnp.pad(ct_xs, pad)
     return (ct_carry, ct_xs, *ct_consts)
 
 

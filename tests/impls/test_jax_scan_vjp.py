@@ -8,7 +8,7 @@ over chunks of T positions, recomputing each chunk's states from the saved chunk
   forced chunk lengths (T > L, and T = 1), with decays up to 0.999 and phases up to pi by construction;
 * the VJP against finite differences (`check_grads`, reverse mode; it projects complex arguments on a
   random complex direction, conj(vjp(conj(ct))) against the numerical JVP, so a conjugation error shows);
-* the whole layers, RotRNN, LRU and DLR (whose carry scan over the chunks is `chunked` too), causal and
+* the whole layers, RotRNN, LRU, DLR and S4D (DLR's chunkwise scan with per-channel eigenvalues), causal and
   bidirectional, at an odd L spanning several chunks: the gradients of mode 'scan' equal those of mode
   'sequential' for every parameter, the input and (causal) the initial state;
 * the residuals that a jitted `chunked` keeps for its backward: v, the (nc N) boundaries, log_lam, x0, and
@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 from jax.test_util import check_grads
 
-from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig
+from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig, S4DConfig
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import from_bundle, layer, scan
@@ -39,11 +39,12 @@ pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take
 
 N = 5
 R_MAX = 0.999
-LAYER_L = 151       # T = 16: 10 chunks, the last 9 positions padded; DLR: 3 chunks of 64, their carries by chunked
+LAYER_L = 151       # T = 16: 10 chunks, the last 9 positions padded; DLR and S4D: chunks of 64, the last of 23
 LAYERS = {          # tiny float64 layers like test_jax_grads.py's (RotRNN: N = 2 would make P cancel)
     "rotrnn": RotRNNConfig(d_model=2, d_state=4, heads=2, gamma_max=0.99),
     "lru": LRUConfig(d_model=2, d_state=3, r_min=0.5, r_max=0.99),
     "dlr": DLRConfig(d_model=2, d_state=3, dt_min=1e-2, dt_max=0.5),   # N = 2: both lambdas real, d / d W_im = 0
+    "s4d": S4DConfig(d_model=2, d_state=3, dt_min=1e-2, dt_max=0.5),   # DLR's chunkwise scan, eigenvalues per channel
 }
 
 
@@ -267,9 +268,9 @@ def test_planted_block_bug_is_caught(plant_blocks_backward):
     """Planted: the backward re-runs block i from the carry entering block i - 1 (the saved carries misindexed)."""
     backward = scan._blocks_backward
 
-    def planted(fn, T, n, residuals, cotangents):
+    def planted(fn, T, n, axis, residuals, cotangents):
         entering, xs, consts = residuals
-        return backward(fn, T, n, (jnp.roll(entering, 1, axis=0), xs, consts), cotangents)
+        return backward(fn, T, n, axis, (jnp.roll(entering, 1, axis=0), xs, consts), cotangents)
 
     plant_blocks_backward(planted)
     with pytest.raises(AssertionError, match="EXCEEDS"):
@@ -291,11 +292,14 @@ def test_bad_block_length_is_a_one_line_error():
 BLOCKED_L = 149     # not LAYER_L: a layer traced at LAYER_L with the default blocks is not reused here
 
 
-@pytest.mark.parametrize("kind, bidirectional", [("rotrnn", False), ("lru", True), ("dlr", False), ("dlr", True)],
-                         ids=["rotrnn-causal", "lru-bidirectional", "dlr-causal", "dlr-bidirectional"])
+@pytest.mark.parametrize("kind, bidirectional", [("rotrnn", False), ("lru", True), ("dlr", False), ("dlr", True),
+                                                 ("s4d", False), ("s4d", True)],
+                         ids=["rotrnn-causal", "lru-bidirectional", "dlr-causal", "dlr-bidirectional", "s4d-causal",
+                              "s4d-bidirectional"])
 def test_layer_gradients_in_several_blocks_match_sequential_mode(kind, bidirectional, monkeypatch):
-    """The layers' `scan` mode over 9 blocks of 16 positions and one of 5 (DLR: 4 of 32 and one of 21). RotRNN and
-    LRU share `diagonal.run`: one causal case (a state into the first block), one bidirectional."""
+    """The layers' `scan` mode over 9 blocks of 16 positions and one of 5 (DLR and S4D: 4 of 32 and one of 21). RotRNN
+    and LRU share `diagonal.run`: one causal case (a state into the first block), one bidirectional; S4D runs DLR's
+    chunkwise scan with an (H N) eigenvalue per channel."""
     from linrnn.impls.jax import dlr
 
     monkeypatch.setattr(scan, "MIN_BLOCK", 16)
