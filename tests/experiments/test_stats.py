@@ -138,6 +138,24 @@ def test_holm_adjusts_a_family_as_worked_by_hand():
     assert "Holm over 3" in adjusted[0].name
 
 
+def test_holm_leaves_the_garbage_collector_as_it_found_it():
+    """holm() keeps statsmodels' full collection from scanning the process's objects (`gc.freeze` around it):
+    afterwards nothing is left frozen, and a caller's own frozen objects stay frozen."""
+    import gc
+
+    family = [stats.Test("t", (3, 3), 0.1, (0, 0.2), p) for p in (0.01, 0.04, 0.03)]
+    assert gc.get_freeze_count() == 0
+    assert [t.p for t in stats.holm(family)] == pytest.approx([0.03, 0.06, 0.06])
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert [t.p for t in stats.holm(family)] == pytest.approx([0.03, 0.06, 0.06])
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
 def test_exponent_recovers_a_power_law_and_its_interval():
     rng = np.random.default_rng(4)
     L = np.repeat([256, 512, 1024, 2048, 4096], 5)
