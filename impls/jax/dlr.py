@@ -263,7 +263,7 @@ def chunkwise(log_lam, W, W_rev, D, u: jnp.ndarray, x0: jnp.ndarray):
     """
     # the powers and the Toeplitz matrix once per call, shared by the blocks (a block is a whole number of chunks:
     # a power of two >= MIN_BLOCK, or all of L)
-    block = block_length(u.shape[1], BLOCKS, MIN_BLOCK)
+    block = block_length(u.shape[1], BLOCKS, MIN_BLOCK, maximum=0)
     T = min(CHUNK, block)
 
     def direction(W_re, W_im, x, u):

@@ -289,6 +289,16 @@ def test_bad_block_length_is_a_one_line_error():
         assert "\n" not in str(err.value)
 
 
+def test_block_lengths_are_powers_of_two_between_the_bounds():
+    """scan.block_length: near L / BLOCKS, at least MIN_BLOCK, at most MAX_BLOCK (a longer block's working set leaves
+    the caches), at most L; DLR's blocks (maximum 0) are not capped."""
+    from linrnn.impls.jax import dlr
+
+    assert [scan.block_length(L) for L in (5, 128, 200, 4096, 8192, 65536)] == [5, 128, 128, 128, 256, 256]
+    assert scan.block_length(65536, maximum=1024) == 1024 and scan.block_length(65536, minimum=512) == 512
+    assert [scan.block_length(L, dlr.BLOCKS, dlr.MIN_BLOCK, 0) for L in (200, 4096, 65536)] == [200, 256, 1024]
+
+
 BLOCKED_L = 149     # not LAYER_L: a layer traced at LAYER_L with the default blocks is not reused here
 
 
@@ -304,7 +314,7 @@ def test_layer_gradients_in_several_blocks_match_sequential_mode(kind, bidirecti
 
     monkeypatch.setattr(scan, "MIN_BLOCK", 16)
     monkeypatch.setattr(dlr, "MIN_BLOCK", 32)
-    assert scan.block_length(BLOCKED_L) == 16 and scan.block_length(BLOCKED_L, dlr.BLOCKS, dlr.MIN_BLOCK) == 32
+    assert scan.block_length(BLOCKED_L) == 16 and scan.block_length(BLOCKED_L, dlr.BLOCKS, dlr.MIN_BLOCK, 0) == 32
     cfg, bundle, u, weights, state = layer_case(kind, bidirectional)
     u, weights = u[:, :BLOCKED_L], weights[:, :BLOCKED_L]
     params = from_bundle(bundle, "float64")
