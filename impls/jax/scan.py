@@ -16,7 +16,8 @@ once with `jax.vmap`. Routes with one signature `(log_lam, v, x0) -> states`:
   positions. It was S4D's `scan` mode on its H N lanes until that mode moved to DLR's chunkwise route
   (`s4d.py`); no layer mode runs it on a CPU now, and it stays as the CPU twin of the Pallas kernel's VJP,
   checked in tests/impls/test_jax_scan_vjp.py;
-* `blocked`: not a route but the `scan` mode of RotRNN, LRU, S5 (`diagonal.run`) and DLR: the whole layer
+* `blocked`: not a route but the `scan` mode of RotRNN, LRU, S5 (`diagonal.run`), DLR and S4D (`dlr.chunkwise`,
+  on the whole batch: `axis=1`): the whole layer
   (projection, recurrence, read-out) over time in blocks, a `jax.custom_vjp` whose backward re-runs one
   block at a time from the state saved at its start; inside a block `block_scan` (`lax.scan` on a CPU,
   the Pallas kernel on a GPU). docs/speed-log.md, "2026-12-03: JAX, a chunked backward", has why and what it measured;
@@ -24,16 +25,14 @@ once with `jax.vmap`. Routes with one signature `(log_lam, v, x0) -> states`:
   every lane with its impulse response lambda^l = exp(l log lambda), by a zero-padded FFT of length
   >= 2L (linear, not circular), plus lambda^(t+1) x0.
 
-Why the `scan` mode runs the associative scan forward: every step of `lax.scan` is already vectorised
-over the B x N lanes and a layer is dominated by its projections, so on a few CPU cores no log-depth or
-two-level scan beats the plain `lax.scan` reliably. The associative scan is still the `scan` mode's
-forward because (1) the PyTorch side runs the chunked two-level scan, so the two sides check each other
-through different algorithms, and (2) it is the route that parallelises over L on a GPU. On a CPU,
-`sequential` is the mode to use for a forward pass. The timings behind this are in docs/speed-log.md
-(measured once on this project's machine); `pytest --benchmark -k "jax and (scan_alone or layer_forward)"`
-(tests/bench/test_bench_jax.py) reproduces them into the benchmark JSON.
+Why the routes besides `blocked` stay: every layer's `scan` mode on a CPU is `blocked` with `lax.scan` inside a
+block (on a few CPU cores no log-depth or two-level scan beats the plain `lax.scan` reliably: every step is already
+vectorised over the B x N lanes, and a layer is dominated by its projections; docs/speed-log.md). `associative` is
+the route that parallelises over L on a GPU, and `chunked`, its custom VJP, is the CPU twin of the Pallas kernel's
+(`pallas_scan.py`), tested against plain autodiff in tests/impls/test_jax_scan_vjp.py; `pytest --benchmark -k "jax
+and (scan_alone or layer_forward)"` (tests/bench/test_bench_jax.py) times the routes alone.
 
-Why the `scan` mode has a backward of its own: autodiff of the associative scan saves every level of
+Why `chunked` has a backward of its own: autodiff of the associative scan saves every level of
 its tree (several (L N) arrays) and replays the tree in reverse; autodiff of `lax.scan` saves the
 whole trajectory. `chunked` saves log lambda, v, x0 and the (L/T N) states at the chunk boundaries,
 and its backward recomputes one chunk's states at a time while the adjoint passes through it (see
