@@ -43,7 +43,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scipy.signal import lfilter
 
 from linrnn.impls.bundle import Bundle
 from linrnn.impls.config import KINDS, mixer_config, modes
@@ -148,6 +147,8 @@ def layer_cells(kind: str, L: int, r: float, sizes: dict, seed: int = 0) -> list
 
 def kernel_case(L: int, r: float, seed: int = 0):
     """lambda (n,) of modulus r, phases in (0, pi]; v, g (L n) complex float64."""
+    from scipy.signal import lfilter   # here, not at the top: the CLI imports this module for every command
+
     rng = np.random.default_rng([seed, L, 7])
     lam = r * np.exp(1j * np.pi * np.arange(1, LANES + 1) / LANES)
     v = rng.standard_normal((L, LANES)) + 1j * rng.standard_normal((L, LANES))

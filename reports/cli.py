@@ -25,14 +25,26 @@ from pathlib import Path
 from tqdm import tqdm
 
 from linrnn.impls.errors import LinrnnError
-from linrnn.reports.render import render
 from linrnn.impls import results
 from linrnn.reports.results import SECTIONS_DIR, Loaded, read_results, write_result
-from linrnn.reports.sections import SECTIONS
 
 DEFAULT_OUT = "linrnn-report"
 STORED_SECTIONS = ("tasks", "norms", "precision_map")             # minutes each: rendered from stored results
 STORED_RESULTS = SECTIONS_DIR                                      # reports/results/sections/ in a checkout
+
+
+def _sections():
+    """The report's sections, imported when a report is made: they and the renderer bring SciPy's signal module,
+    SymPy and Matplotlib (0.7 s), which every other `linrnn` command (the CLI registers this one) does not need."""
+    from linrnn.reports.sections import SECTIONS
+
+    return SECTIONS
+
+
+def _render(*args, **kwargs):
+    from linrnn.reports.render import render
+
+    return render(*args, **kwargs)
 
 
 def register(subparsers) -> None:
@@ -66,11 +78,13 @@ def stored_result(name: str, directory: Path | None = None) -> Path | None:
     return Path(record["path"])
 
 
-def compute_all(out: str, quick: bool, sections=SECTIONS, recompute: bool = False,
+def compute_all(out: str, quick: bool, sections=None, recompute: bool = False,
                 command: str | None = None) -> list[str]:
-    """Compute and save each section; returns the names of sections that failed (their files are not written).
+    """Compute and save each section (None: all of the report's); returns the names of sections that failed (their
+    files are not written).
 
     Without `quick` or `recompute`, a section of STORED_SECTIONS with a valid stored file is copied, not computed."""
+    sections = _sections() if sections is None else sections
     failed = []
     for i, section in enumerate(sections, 1):
         stored = None if quick or recompute or section.NAME not in STORED_SECTIONS else stored_result(section.NAME)
@@ -113,7 +127,8 @@ def read_against(directory: str, names: list[str]) -> Loaded:
 
 
 def _report(args: argparse.Namespace) -> int:
-    names = [s.NAME for s in SECTIONS]
+    sections = _sections()
+    names = [s.NAME for s in sections]
     against = getattr(args, "against", None)
     if against is not None and not args.from_dirs:
         raise LinrnnError("--against compares saved results: give the results to render with --from DIR")
@@ -123,7 +138,7 @@ def _report(args: argparse.Namespace) -> int:
         out = args.out or args.from_dirs[0]
         loaded = read_results(args.from_dirs, names)
         before = read_against(against, names) if against is not None else None
-        path = render(loaded, SECTIONS, out, against=before, against_label=against or "")
+        path = _render(loaded, sections, out, against=before, against_label=against or "")
         print(f"rendered {path} from {len(loaded.results)} results file(s)"
               + (f", skipped {len(loaded.skipped)}" if loaded.skipped else ""))
         for file, reason in loaded.skipped:
@@ -132,7 +147,7 @@ def _report(args: argparse.Namespace) -> int:
     out = args.out or DEFAULT_OUT
     start = time.perf_counter()
     failed = compute_all(out, args.quick, recompute=args.recompute, command=results.command_line(args))
-    path = render(read_results([out], names), SECTIONS, out, quick=args.quick)
+    path = _render(read_results([out], names), sections, out, quick=args.quick)
     print((path.parent / "ledger.txt").read_text())
     print(f"wrote {path} in {time.perf_counter() - start:.0f} s"
           + (f"; failed sections: {', '.join(failed)}" if failed else ""))
