@@ -37,7 +37,7 @@ from jax import lax
 from linrnn.impls.config import S4DConfig
 from linrnn.impls.jax import dlr, scan
 from linrnn.impls.jax.dlr import STATE_IS_COMPLEX, from_native, state_shape, to_native  # noqa: F401  (DLR's (H, N) state)
-from linrnn.impls.jax.scan import causal_fft_conv, exponents, powers
+from linrnn.impls.jax.scan import exponents, powers
 
 Params = Mapping[str, jnp.ndarray]
 
@@ -66,11 +66,6 @@ def materialise(p: Params, cfg: S4DConfig) -> S4DSystem:
 
 
 
-def _future(u: jnp.ndarray) -> jnp.ndarray:
-    """u_{t+1} at position t (zero at the end): the input of the backward state z_t = lambda z_{t+1} + u_{t+1}."""
-    return jnp.concatenate([u[1:], jnp.zeros_like(u[:1])])
-
-
 def _read_out(C: jnp.ndarray, x: jnp.ndarray) -> jnp.ndarray:
     """Re(sum_n C_{h,n} x_{h,n}), a product over n (no (... H N) temporary).     x (... H N) -> (... H)"""
     return jnp.einsum("...hn,hn->...h", x, C).real
@@ -90,7 +85,7 @@ def sequential(sys: S4DSystem, cfg: S4DConfig, u: jnp.ndarray, x0: jnp.ndarray):
     states = _lanes(scan.sequential, sys.log_lam, u, x0)                    # (L H N)
     y = _read_out(sys.C, states) + sys.D * u
     if cfg.bidirectional:
-        backward = _lanes(scan.sequential, sys.log_lam, _future(u)[::-1], jnp.zeros_like(x0))[::-1]
+        backward = _lanes(scan.sequential, sys.log_lam, dlr._backward_inputs(u)[::-1], jnp.zeros_like(x0))[::-1]
         y = y + _read_out(sys.C_rev, backward)
     return y, states[-1]
 
