@@ -12,7 +12,8 @@ TITLE = "Cross-check: reference vs PyTorch vs JAX, outputs and gradients"
 TEMPLATE = "crosscheck.html.j2"
 
 # --quick: one causal shape (odd length, decays near one, so every mode including `step` is compared); L = 1
-# and the bidirectional shape are in the full selection (DEFAULT_SHAPES) and in the test suite's cross-checks
+# and the bidirectional shape are in the full selection (DEFAULT_SHAPES) and in the test suite's cross-checks, whose
+# causal case is this shape (tests/models/conftest.py, properties/test_crossframework_properties.py: one program each)
 QUICK_SHAPES = (Shape(2, 17, 3, 4, False, True),)
 
 
