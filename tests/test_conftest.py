@@ -37,8 +37,9 @@ def root_conftest(config):
                 if getattr(p, "__file__", None) and pathlib.Path(p.__file__).resolve() == path)
 
 
-def test_xla_compiles_with_the_elemental_fusion_emitters_where_jaxlib_takes_the_flag(request):
+def test_xla_compiles_with_the_elemental_fusion_emitters_and_unsplit_where_jaxlib_takes_the_flags(request):
     conftest = root_conftest(request.config)
-    if conftest.xla_accepts(conftest.XLA_TEST_EMITTERS):       # this jaxlib knows the flag: the run must set it
-        assert "--xla_cpu_use_fusion_emitters=" in os.environ["XLA_FLAGS"]   # (or the user did, to either value)
+    for flag in (conftest.XLA_TEST_EMITTERS, conftest.XLA_TEST_SPLIT):
+        if conftest.xla_accepts(flag):                          # this jaxlib knows the flag: the run must set it
+            assert flag.split("=")[0] + "=" in os.environ["XLA_FLAGS"]       # (or the user did, to any value)
     assert not conftest.xla_accepts("--xla_cpu_no_such_flag_linrnn=true")   # an unknown flag: left out, no abort
