@@ -29,7 +29,8 @@ against 6.0-6.4 s, identical outputs to the last bit, 2026-12-03). And it compil
 module (`XLA_TEST_SPLIT`, `--xla_cpu_parallel_codegen_split_count=1`, where jaxlib accepts it) instead of
 splitting it for parallel code generation: splitting and linking the parts cost more than they save on the
 tests' small programs (XLA's compile time in test_padding.py, test_jax_jit.py and test_jax_properties.py, two
-alternating pairs: 36.1 and 38.8 s split, 30.4 and 33.9 s whole, 2026-12-04). That one changes float32 results
+alternating pairs, n = 2, too few for a test: 36.1 and 38.8 s split, 30.4 and 33.9 s whole, 13-16 % less in
+each pair, 2026-12-04). That one changes float32 results
 at the rounding level, as level 0 itself does (every mode of the six mixers, value and gradients at L = 37: at
 most 2.3e-6 of an array's largest entry against the split program; level 0 against XLA's default level: 1.6e-6),
 far below the tolerances. None of these settings enables fast math or changes an operation. `pytest
@@ -89,7 +90,7 @@ XLA_TEST_SPLIT = "--xla_cpu_parallel_codegen_split_count=1"
 
 
 # A fresh Python that starts XLA's CPU client, which parses XLA_FLAGS and aborts on a flag it does not know:
-# jaxlib's own client alone (0.15 s) where this jaxlib has `xla_client.make_cpu_client`, else all of JAX (1.3 s);
+# jaxlib's own client alone (0.13-0.15 s) where this jaxlib has `xla_client.make_cpu_client`, else all of JAX (1.3 s);
 # the run waits on it before any worker starts
 XLA_PROBE = """
 try:
