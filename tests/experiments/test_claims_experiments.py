@@ -339,10 +339,18 @@ def test_d4_runs_every_synthetic_task_in_three_seeds_and_both_frameworks_for_the
         "linrnn.tasks.synthetic", fromlist=["TASKS"]).TASKS)
     assert {(j.labels["task"], j.labels["seed"]) for j in jobs if j.labels["backend"] == "jax"} == \
         {(t, 0) for t in claims.D4_BOTH_FRAMEWORKS}
-    assert {j.labels["seed"] for j in jobs if j.labels["backend"] == "torch"} == set(claims.D4_SEEDS)
-    assert all(j.config["n_layers"] == claims.D4_LAYERS for j in jobs)
+    deep = [j for j in jobs if j.labels["length"] == 64]
+    assert {j.labels["seed"] for j in deep if j.labels["backend"] == "torch"} == set(claims.D4_SEEDS)
+    assert all(j.config["n_layers"] == claims.D4_LAYERS for j in deep)
+    # ContextShift also at the control's own setting (task, length, steps, blocks, rate), on the control's seeds
     [control] = claims.d4_controls(False)
-    assert control.task == "context_shift" and len(control.jobs) == len(claims.D4_SEEDS)
+    assert control.task == "context_shift" and len(control.jobs) == len(claims.D4_CONTEXT_SEEDS)
+    beside = [j for j in jobs if j.labels["length"] != 64]
+    assert {(j.labels["task"], j.labels["model"]) for j in beside} == {("context_shift", m) for m in claims.D4_MODELS}
+    setting = ("task", "length", "steps", "n_layers", "lr", "batch_size")
+    assert {tuple(j.config[k] for k in setting) for j in beside} == \
+        {tuple(j.config[k] for k in setting) for j in control.jobs}
+    assert {j.labels["seed"] for j in beside} == {j.labels["seed"] for j in control.jobs} == set(claims.D4_CONTEXT_SEEDS)
     record = {"factor": "backend", "runs": d4_runs(0.999, 0.05)}
     assert claims.table_keys(record) == ("group", "task", "model", "backend")
     cells = claims.table_cells(record)
