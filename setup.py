@@ -2,8 +2,8 @@
 
 The import package `linrnn` is spread over the repository's top-level folders: `linrnn/` holds its root
 (version, `python -m linrnn`, the command line) and each folder in `AREAS` is one sub-package
-(`impls/` -> `linrnn.impls`, ...). Every folder below them with an `__init__.py` is found here, so a new
-sub-package needs no edit anywhere.
+(`impls/` -> `linrnn.impls`, ...). Every folder below them, and below `linrnn/` (`linrnn/testing/`), with an
+`__init__.py` is found here, so a new sub-package needs no edit anywhere.
 """
 
 from pathlib import Path
@@ -16,6 +16,9 @@ AREAS = ("impls", "verify", "theory", "tasks", "experiments", "reports")   # top
 
 def packages() -> list[str]:
     found = ["linrnn"]
+    for init in sorted((ROOT / "linrnn").rglob("__init__.py")):     # the root's own sub-packages (linrnn.testing)
+        if init.parent != ROOT / "linrnn":
+            found.append(".".join(("linrnn", *init.parent.relative_to(ROOT / "linrnn").parts)))
     for area in AREAS:
         for init in sorted((ROOT / area).rglob("__init__.py")):
             found.append(".".join(("linrnn", area, *init.parent.relative_to(ROOT / area).parts)))

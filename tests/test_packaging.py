@@ -8,7 +8,7 @@ The layers, from the bottom up (docs/architecture.md):
     tasks        generators and training: may use impls
     experiments  measurements that run the implementations: may use impls, theory, tasks
     reports      loads results, settles the ledger, renders: may use everything below it
-    linrnn       the root (version, command line)
+    linrnn       the root (version, command line); linrnn.testing, the public testing API: may use impls, verify
 
 Inside impls the PyTorch and JAX sides never import each other or the reference, and the
 framework-neutral modules import neither framework.
@@ -44,6 +44,9 @@ RULES: dict[str, tuple[str, ...]] = {
     "impls/reference": FRAMEWORKS + ("linrnn.impls.torch", "linrnn.impls.jax"),
     # the specs name each side's implementation as a string, imported on first use: never at import time
     "impls/specs": FRAMEWORKS + ("linrnn.impls.torch", "linrnn.impls.jax", "linrnn.impls.reference"),
+    # the public testing API sits on verify (the conform battery) and impls; a framework only inside a function, when
+    # a user's array of it is handed in (tests/testing/test_plugin.py: loading the plugin imports none)
+    "linrnn/testing": ("linrnn.theory", "linrnn.tasks", "linrnn.experiments", "linrnn.reports", "linrnn.cli"),
 }
 # The framework-neutral modules directly in impls/ import neither framework, except the cross-check
 # engine, whose job is to run every backend (it reaches them through the backends registry).

@@ -34,6 +34,10 @@ A failed check is explained by probes, never by the target's name (`Diagnosis`):
 impulse responses (the skip D), fits of the recurrent part to the contract's output scaled or to its
 imaginary part, the error level of a float64 run, the target's own single-call and zero-state outputs
 (the state), its own forward-only layer (the backward direction), and its output check (the gradient).
+From Python: `run` (every check, as the command), `battery(target, kind, dtype, ...)` whose `one(name)` runs one check
+alone and `plan` (the checks' names, nothing built or run): `linrnn.testing` makes a pytest case of each. Each check
+draws its random inputs from the seed and its own name (`rng_for`), so a check run alone sees what it sees in the
+whole battery.
 Exit status: 0 conforms, 1 deviates, 2 bad input (a one-line `LinrnnError`: an unimportable target, one that
 is not callable, an output of the wrong shape, a complex output, NaN or Inf).
 """
@@ -42,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import importlib
 import inspect
 import importlib.metadata
@@ -49,6 +54,7 @@ import itertools
 import json
 import os
 import sys
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -223,6 +229,9 @@ class Result:
                 seen.setdefault(d.key, d)
         return list(seen.values())
 
+    def __str__(self) -> str:
+        return format_result(self)
+
     def to_dict(self) -> dict:
         return {"target": self.target, "model": self.model, "dtypes": list(self.dtypes),
                 "lengths": list(self.lengths), "seed": self.seed, "sets": dict(self.pins),
@@ -381,6 +390,67 @@ def float32_level(dtype: str, rel: float, length: int, radius: float, kind: str 
 
 # -- the battery --------------------------------------------------------------------------------
 
+def rng_for(seed: int, check: str) -> np.random.Generator:
+    """The random inputs of the check named `check`: from the seed and the name alone, so that one check run alone
+    draws what it draws in the whole battery."""
+    return np.random.default_rng([seed, zlib.crc32(check.encode())])
+
+
+def variant_name(fields: Mapping[str, Any]) -> str:
+    """A variant check's name: 'variant discretization="bilinear", bidirectional=true'."""
+    return "variant " + ", ".join(f"{k}={json.dumps(v)}" for k, v in fields.items())
+
+
+def run_one(battery, name: str):
+    """Check `name` of `battery` (either battery: a layer's or the scan's), run once and kept; an unknown name is a
+    one-line error naming the battery's checks."""
+    if name not in battery.done:
+        checks = {n: thunk for n, _, thunk in battery.schedule()}
+        if name not in checks:
+            raise LinrnnError(f"check: expected one of {', '.join(checks)}, found {name!r}")
+        battery.done[name] = checks[name]()
+    return battery.done[name]
+
+
+@dataclass(frozen=True)
+class Planned:
+    name: str                   # the check's name, as its `Check.name`
+    dtype: str
+    variant: dict               # the config fields its variant sets ({}: the base configuration)
+
+
+def battery(target: str | Callable, kind: str, dtype: str, lengths=DEFAULT_LENGTHS, seed: int = 0, sets=(),
+            long_length: int = LONG_LENGTH):
+    """One dtype's battery of `target` claiming the contract of `kind`, with its arguments checked as `run` checks
+    them; nothing is built or run until a check is (`Battery.one`, `.run`). `target` may be None to `plan` only."""
+    if kind not in models():
+        raise LinrnnError(f"--model: expected one of {', '.join(models())}, found {kind!r}")
+    if dtype not in DTYPES:
+        raise LinrnnError(f"--dtype: expected {' or '.join(DTYPES)}, found {dtype!r}")
+    lengths = check_lengths(lengths)
+    if isinstance(long_length, bool) or not isinstance(long_length, int) or long_length < 0:
+        raise LinrnnError(f"--long: expected a length >= 0 (0 leaves the long check out), found {long_length}")
+    if isinstance(sets, Mapping):
+        sets = [f"{k}={json.dumps(v)}" for k, v in sets.items()]
+    pins = scan.parse_sets(sets) if kind == "scan" else parse_sets(kind, sets)
+    if target is None:
+        name, build = "", None
+    elif callable(target):
+        name, build = f"{getattr(target, '__module__', '')}:{getattr(target, '__qualname__', repr(target))}", target
+    else:
+        name, build = target, resolve(target)
+    if kind == "scan":
+        return scan.Battery(name, build, dtype, lengths, seed, pins, long_length, sys.modules[__name__])
+    return Battery(name, build, kind, dtype, lengths, seed, pins, long_length)
+
+
+def plan(kind: str, dtypes: tuple[str, ...] = DTYPES, lengths=DEFAULT_LENGTHS, seed: int = 0, sets=(),
+         long_length: int = LONG_LENGTH) -> list[Planned]:
+    """The checks `run` makes for a target of `kind`, in its order, without building a target or running one."""
+    return [Planned(name, dtype, dict(fields)) for dtype in dtypes
+            for name, fields, _ in battery(None, kind, dtype, lengths, seed, sets, long_length).schedule()]
+
+
 class Battery:
     """Every check of one target at one model kind and dtype; `pins` are the config fields `--set` fixes."""
 
@@ -388,13 +458,21 @@ class Battery:
                  pins: Mapping[str, Any] | None = None, long_length: int = LONG_LENGTH):
         self.name, self.build, self.kind, self.dtype = name, build, kind, dtype
         self.lengths, self.seed, self.pins, self.long_length = lengths, seed, dict(pins or {}), long_length
-        self.rng = np.random.default_rng(seed)
         self.cfg = make_config(kind, **self.pins)
         self.params = bundle_for(self.cfg, seed)
         self.radius = spectral_radius(self.cfg, self.params)
-        self.layer = Layer(name, build, self.cfg, self.params, dtype)
-        self.failed_outputs: set[int] = set()    # lengths at which the random-input check failed
+        self.done: dict[str, Check] = {}         # the checks run so far, by name
         self.probed: dict[MixerConfig, list[Diagnosis]] = {}    # the discretisation probes, once per config
+
+    @functools.cached_property
+    def layer(self) -> Layer:
+        """The target built on the base bundle, on first use (`schedule` and `plan` build no target)."""
+        return Layer(self.name, self.build, self.cfg, self.params, self.dtype)
+
+    def rng(self, check: str) -> np.random.Generator:
+        """The random inputs of one check, from the seed and the check's name: a check run alone (`one`, as
+        `linrnn.testing` runs it) sees the inputs it sees in the whole battery."""
+        return rng_for(self.seed, check)
 
     def tol(self, length: int, radius: float | None = None, kind: str = "forward") -> float:
         return tolerance(kind, self.dtype, length, self.radius if radius is None else radius).rtol
@@ -407,17 +485,29 @@ class Battery:
     def check(self, name: str, rel: float, rtol: float, detail: str) -> Check:
         return Check(name, self.dtype, "pass" if rel <= rtol else "fail", rel, rtol, detail)
 
-    def run(self) -> list[Check]:
+    def schedule(self) -> list[tuple[str, dict[str, Any], Callable[[], Check]]]:
+        """The battery in order: (the check's name, the config fields its variant sets ({}: the base
+        configuration), the check itself). Building it runs nothing."""
         L = max(self.lengths)
-        checks = [self.impulse(L)]
-        checks += [self.random(length) for length in self.lengths]
-        checks += [self.radii(label, L) for label in ("near 1", "small")]
+        out = [("impulse", {}, functools.partial(self.impulse, L))]
+        out += [(f"random L={n}", {}, functools.partial(self.random, n)) for n in self.lengths]
+        out += [(f"radius {label}", {}, functools.partial(self.radii, label, L)) for label in ("near 1", "small")]
         if self.long_length:
-            checks.append(self.radii("near 1", self.long_length, f"long L={self.long_length}"))
-        checks += [self.bidirectional(L), self.state(L), self.gradient(L)]
-        checks += [self.variant(fields, L) for fields in variants(self.kind, self.pins)[1:]
-                   if fields != {"bidirectional": True}]          # that one is the bidirectional check
-        return checks
+            name = f"long L={self.long_length}"
+            out.append((name, {}, functools.partial(self.radii, "near 1", self.long_length, name)))
+        out += [("bidirectional", {}, functools.partial(self.bidirectional, L)),
+                ("state", {}, functools.partial(self.state, L)), ("gradient", {}, functools.partial(self.gradient, L))]
+        out += [(variant_name(fields), fields, functools.partial(self.variant, fields, L))
+                for fields in variants(self.kind, self.pins)[1:]
+                if fields != {"bidirectional": True}]          # that one is the bidirectional check
+        return out
+
+    def run(self) -> list[Check]:
+        return [self.one(name) for name, _, _ in self.schedule()]
+
+    def one(self, name: str) -> Check:
+        """The check `name` (as `schedule` names it) alone, run once."""
+        return run_one(self, name)
 
     # -- the discretisation ---------------------------------------------------------------------
 
@@ -527,12 +617,11 @@ class Battery:
     # -- random inputs, radii -------------------------------------------------------------------
 
     def random(self, L: int) -> Check:
-        u = self.rng.standard_normal((BATCH, L, H))
+        u = self.rng(f"random L={L}").standard_normal((BATCH, L, H))
         y, _ = self.layer(u, f"random L={L}")
         ref = reference(self.cfg, self.params, u)
         c = self.check(f"random L={L}", rel_error(ref, y), self.tol(L), f"B = {BATCH}, r = {self.radius:.6g}")
         if c.status == "fail":
-            self.failed_outputs.add(L)
             c.diagnoses = self.level(self.cfg, c.rel, L, self.radius, output_dtype=self.layer.output_dtype)
         return c
 
@@ -559,11 +648,11 @@ class Battery:
             return Check(name, self.dtype, "n/a", detail=f"not supported by the target: {err}")
         return self.impulse_check(name, cfg, params, radius, layer, L,
                                   f"{low_field}, {high_field} = {low:g}, {high:g}: r = {radius:.6g}, L = {L}",
-                                  self.rng.standard_normal((BATCH, L, H)))
+                                  self.rng(name).standard_normal((BATCH, L, H)))
 
     def variant(self, fields: Mapping[str, Any], L: int) -> Check:
         """One variant of the contract (`VARIANTS`): its impulse responses and a random input."""
-        name = "variant " + ", ".join(f"{k}={json.dumps(v)}" for k, v in fields.items())
+        name = variant_name(fields)
         cfg = make_config(self.kind, **{**self.pins, **fields})
         if getattr(cfg, "bidirectional", False):
             return self.bidirectional_check(name, cfg, L)
@@ -574,7 +663,7 @@ class Battery:
         except NotImplementedError as err:
             return Check(name, self.dtype, "n/a", detail=f"not supported by the target: {err}")
         return self.impulse_check(name, cfg, params, radius, layer, L, f"{_describe(cfg)}, r = {radius:.6g}, L = {L}",
-                                  self.rng.standard_normal((BATCH, L, H)))
+                                  self.rng(name).standard_normal((BATCH, L, H)))
 
     # -- bidirectional --------------------------------------------------------------------------
 
@@ -593,7 +682,7 @@ class Battery:
             layer = Layer(self.name, self.build, cfg, params, self.dtype)
         except NotImplementedError as err:
             return Check(name, self.dtype, "n/a", detail=f"not supported by the target: {err}")
-        u = self.rng.standard_normal((BATCH, L, H))
+        u = self.rng(name).standard_normal((BATCH, L, H))
         y, _ = layer(u, name)
         radius = spectral_radius(cfg, params)
         tol = self.tol(L, radius)
@@ -652,7 +741,7 @@ class Battery:
         if L < 2:
             return Check(name, self.dtype, "n/a", detail="needs a length >= 2 to split")
         k = L // 2
-        u = self.rng.standard_normal((BATCH, L, H))
+        u = self.rng(name).standard_normal((BATCH, L, H))
         whole, _ = self.layer(u, "state: one call")
         first, carried = self.layer(u[:, :k], "state: first call")
         second, _ = self.layer(u[:, k:], "state: second call", carried)
@@ -671,8 +760,9 @@ class Battery:
 
     def gradient(self, L: int) -> Check:
         name = "gradient"
-        u = self.rng.standard_normal((BATCH, L, H))
-        w = self.rng.standard_normal((BATCH, L, H))
+        rng = self.rng(name)
+        u = rng.standard_normal((BATCH, L, H))
+        w = rng.standard_normal((BATCH, L, H))
         grad, how = input_gradient(self.layer, u, w)
         if grad is None:
             return Check(name, self.dtype, "n/a", detail=f"not differentiable here: {how}")
@@ -686,7 +776,7 @@ class Battery:
             level = self.level(self.cfg, c.rel, L, self.radius, kind="gradient")
             if level:
                 c.diagnoses = level
-            elif L in self.failed_outputs:
+            elif self.one(f"random L={L}").status == "fail":
                 c.diagnoses = [Diagnosis("gradient_follows_output", f"the input gradient follows the output's "
                                                                     f"deviation (the random L={L} check fails)")]
             else:
@@ -838,34 +928,19 @@ def run(target: str | Callable, kind: str, dtypes: tuple[str, ...] = DTYPES, len
     sets: `FIELD=VALUE` strings (`--set`) or a {field: value} dict, pinning fields of every config checked
     long_length: the long check's length (0 leaves it out)
     """
-    if kind not in models():
-        raise LinrnnError(f"--model: expected one of {', '.join(models())}, found {kind!r}")
     bad = [d for d in dtypes if d not in DTYPES]
     if bad or not dtypes:
         raise LinrnnError(f"--dtype: expected {' or '.join(DTYPES)}, found {', '.join(bad) or 'none'}")
-    lengths = check_lengths(lengths)
-    if isinstance(long_length, bool) or not isinstance(long_length, int) or long_length < 0:
-        raise LinrnnError(f"--long: expected a length >= 0 (0 leaves the long check out), found {long_length}")
-    if isinstance(sets, Mapping):
-        sets = [f"{k}={json.dumps(v)}" for k, v in sets.items()]
-    pins = scan.parse_sets(sets) if kind == "scan" else parse_sets(kind, sets)
-    if callable(target):
-        build, target = target, f"{target.__module__}:{target.__qualname__}"
-    else:
-        build = resolve(target)
     checks = []
     for dtype in dtypes:
+        one = battery(target, kind, dtype, lengths, seed, sets, long_length)
         if progress:
-            progress(f"{target} {kind} {dtype}")
+            progress(f"{one.name} {kind} {dtype}")
         try:
-            if kind == "scan":
-                battery = scan.Battery(target, build, dtype, lengths, seed, pins, long_length, sys.modules[__name__])
-            else:
-                battery = Battery(target, build, kind, dtype, lengths, seed, pins, long_length)
-            checks += battery.run()
+            checks += one.run()
         except NotImplementedError as err:
             checks.append(Check("build", dtype, "n/a", detail=f"not supported by the target: {err}"))
-    return Result(target, kind, tuple(dtypes), lengths, seed, checks, pins, long_length)
+    return Result(one.name, kind, tuple(dtypes), one.lengths, seed, checks, one.pins, long_length)
 
 
 def unavailable(name: str) -> str | None:

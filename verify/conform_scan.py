@@ -21,6 +21,7 @@ a scan that runs the other way, or complex inputs reduced to their real parts.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from typing import Any, Callable, Mapping
@@ -93,8 +94,9 @@ class Battery:
                  pins: Mapping[str, Any], long_length: int, conform):
         self.name, self.build, self.dtype, self.lengths = name, build, dtype, lengths
         self.pins, self.long_length, self.conform = dict(pins), long_length, conform
-        self.rng = np.random.default_rng(seed)
+        self.seed = seed
         self.built: dict[str, Any] = {}
+        self.done: dict[str, Any] = {}            # the checks run so far, by name
 
     def target(self, cfg: dict) -> Callable:
         """The target's call for `cfg` (built once); NotImplementedError passes through."""
@@ -133,21 +135,34 @@ class Battery:
             return arr.astype(np.complex128)
         return self.conform.check_output(self.name, what, arr, b.shape)
 
-    def run(self) -> list:
+    def schedule(self) -> list[tuple[str, dict[str, Any], Callable]]:
+        """The battery in order: (name, the fields its variant sets, the check); building it runs nothing."""
         base = make_config(**self.pins)
         L = max(self.lengths)
-        checks = [self.case(f"random L={n}", base, n, "default") for n in self.lengths]
-        checks += [self.case(f"radius {label}", base, L, label) for label in ("near 1", "small")]
+        case = self.case
+        out = [(f"random L={n}", {}, functools.partial(case, f"random L={n}", base, n, "default"))
+               for n in self.lengths]
+        out += [(f"radius {label}", {}, functools.partial(case, f"radius {label}", base, L, label))
+                for label in ("near 1", "small")]
         if self.long_length:
-            checks.append(self.case(f"long L={self.long_length}", base, self.long_length, "near 1"))
+            name = f"long L={self.long_length}"
+            out.append((name, {}, functools.partial(case, name, base, self.long_length, "near 1")))
         for fields in variants(self.pins)[1:]:
-            name = "variant " + ", ".join(f"{k}={json.dumps(v)}" for k, v in fields.items())
-            checks.append(self.case(name, make_config(**{**self.pins, **fields}), L, "default"))
-        return checks
+            name = self.conform.variant_name(fields)
+            out.append((name, fields, functools.partial(case, name, make_config(**{**self.pins, **fields}), L,
+                                                        "default")))
+        return out
+
+    def run(self) -> list:
+        return [self.one(name) for name, _, _ in self.schedule()]
+
+    def one(self, name: str):
+        """The check `name` alone, run once."""
+        return self.conform.run_one(self, name)
 
     def case(self, name: str, cfg: dict, L: int, radii: str):
         Check = self.conform.Check
-        a, b = inputs(cfg, self.rng, L, RADII[radii])
+        a, b = inputs(cfg, self.conform.rng_for(self.seed, name), L, RADII[radii])
         r = float(np.max(np.abs(a)))
         detail = f"{describe(cfg)}, |a| in [{RADII[radii][0]:g}, {RADII[radii][1]:g}], L = {L}, B = {BATCH}"
         try:

@@ -1,0 +1,22 @@
+"""Hypothesis' `hypothesis` entry point (pyproject.toml): `st.from_type` of a layer config draws `configs(kind)`.
+
+Hypothesis runs `register` when it is imported, in every process that imports it with linrnn installed, so this
+module imports only the config classes (no NumPy, no framework); the strategies are built on first use.
+"""
+
+from __future__ import annotations
+
+
+def register() -> None:
+    from hypothesis import strategies as st
+
+    from linrnn.impls import config
+
+    for name in ("RotRNNConfig", "LRUConfig", "DLRConfig", "S4DConfig", "S5Config", "AttentionConfig"):
+        cls = getattr(config, name)
+        st.register_type_strategy(cls, st.deferred(lambda kind=cls.kind: _configs(kind)))
+
+
+def _configs(kind: str):
+    from linrnn.testing.strategies import configs
+    return configs(kind)
