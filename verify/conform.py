@@ -155,6 +155,8 @@ MODELS = models()               # those registered when this module is imported 
 DTYPES = ("float64", "float32")
 DEFAULT_LENGTHS = (1, 7, 16)
 LONG_LENGTH = 4096             # the long check: radius near 1, where float32 routes drift
+VERY_LONG_LENGTH = 2**16 + 1   # the very long check: past 2^16, where chunked kernels have skipped their tail chunk
+SHORT_LENGTHS = tuple(range(1, 9))   # the short-lengths check: every length a chunked route may mishandle (L <= 8)
 H, N, HEADS = 3, 4, 2          # the battery's layer: H != N, so that a transposed matrix cannot pass
 BATCH = H                      # rows of every input (the impulses need H): one shape per length, so that a
                                # compiling target (JAX) compiles once per length
@@ -176,6 +178,7 @@ LAG0_DOMINANCE = 10.0   # the lag-0 error names the skip D when it is this many 
 # checks every combination (and each in its bidirectional form) that `--set` does not pin; the first value of each
 # is the base configuration's.
 VARIANTS = specs.SpecView(lambda s: s.variants)
+SHORT_NAME = f"lengths {SHORT_LENGTHS[0]}-{SHORT_LENGTHS[-1]}"
 SIZES = ("d_model", "d_state")   # the battery's own sizes: `--set` cannot change them
 CLIPPED_RE = 0.05                # Re(Lambda) of every other S5 mode under clip_eigs, so that the clip acts
 
@@ -216,6 +219,7 @@ class Result:
     checks: list[Check]
     pins: dict = field(default_factory=dict)     # the fields `--set` pins
     long_length: int = LONG_LENGTH
+    very_long_length: int = VERY_LONG_LENGTH
 
     @property
     def ok(self) -> bool:
@@ -235,7 +239,7 @@ class Result:
     def to_dict(self) -> dict:
         return {"target": self.target, "model": self.model, "dtypes": list(self.dtypes),
                 "lengths": list(self.lengths), "seed": self.seed, "sets": dict(self.pins),
-                "long_length": self.long_length, "conforms": self.ok,
+                "long_length": self.long_length, "very_long_length": self.very_long_length, "conforms": self.ok,
                 "checks": [dataclasses.asdict(c) for c in self.checks],
                 "diagnoses": [dataclasses.asdict(d) for d in self.diagnoses()]}
 
@@ -298,21 +302,24 @@ class Layer:
             raise LinrnnError(f"target {name}: function(bundle, config) returned {type(self.fn).__name__}, "
                               f"expected a callable u -> y")
         self.takes_state = _accepts(self.fn, "state")
+        self.takes_lengths = _accepts(self.fn, "lengths")       # padded rows
+        self.takes_segments = _accepts(self.fn, "segments")     # packed sequences
         self.output_dtype = None      # the dtype of the last output as the target returned it
 
-    def raw(self, u, state=None):
-        """The target's own output for u (NumPy, tensor or array): y as returned, and its state."""
+    def raw(self, u, state=None, **packing):
+        """The target's own output for u (NumPy, tensor or array): y as returned, and its state. `packing`: lengths=
+        or segments=, passed only when given."""
         if not self.takes_state:
-            return self.fn(u), None
-        out = self.fn(u, state=state)
+            return self.fn(u, **packing), None
+        out = self.fn(u, state=state, **packing)
         if not (isinstance(out, tuple) and len(out) == 2):
             raise LinrnnError(f"target {self.name}: a callable with a state parameter must return (y, state), "
                               f"found {type(out).__name__}")
         return out
 
-    def __call__(self, u: np.ndarray, what: str, state=None) -> tuple[np.ndarray, Any]:
+    def __call__(self, u: np.ndarray, what: str, state=None, **packing) -> tuple[np.ndarray, Any]:
         try:
-            y, state = self.raw(u.copy(), state)
+            y, state = self.raw(u.copy(), state, **packing)
         except (NotImplementedError, LinrnnError):
             raise
         except Exception as err:
@@ -351,9 +358,10 @@ def _describe(cfg: MixerConfig) -> str:
 
 # -- the reference and measurements ----------------------------------------------------------
 
-def reference(cfg: MixerConfig, params: Mapping[str, np.ndarray], u: np.ndarray) -> np.ndarray:
-    """The float64 reference from a zero state.     u (B L H) -> y (B L H)"""
-    return apply_mixer(cfg, params, u, "conv" if getattr(cfg, "max_kernel_length", None) else "sequential")[0]
+def reference(cfg: MixerConfig, params: Mapping[str, np.ndarray], u: np.ndarray, **packing) -> np.ndarray:
+    """The float64 reference from a zero state (`packing`: lengths= or segments=).     u (B L H) -> y (B L H)"""
+    mode = "conv" if getattr(cfg, "max_kernel_length", None) else "sequential"
+    return apply_mixer(cfg, params, u, mode, **packing)[0]
 
 
 def rel_error(ref: np.ndarray, got: np.ndarray, scale: float | None = None) -> float:
@@ -420,16 +428,19 @@ class Planned:
 
 
 def battery(target: str | Callable, kind: str, dtype: str, lengths=DEFAULT_LENGTHS, seed: int = 0, sets=(),
-            long_length: int = LONG_LENGTH):
+            long_length: int = LONG_LENGTH, very_long_length: int | None = None):
     """One dtype's battery of `target` claiming the contract of `kind`, with its arguments checked as `run` checks
-    them; nothing is built or run until a check is (`Battery.one`, `.run`). `target` may be None to `plan` only."""
+    them; nothing is built or run until a check is (`Battery.one`, `.run`). `target` may be None to `plan` only.
+    very_long_length None: `VERY_LONG_LENGTH` as the module holds it when called."""
+    very_long_length = VERY_LONG_LENGTH if very_long_length is None else very_long_length
     if kind not in models():
         raise LinrnnError(f"--model: expected one of {', '.join(models())}, found {kind!r}")
     if dtype not in DTYPES:
         raise LinrnnError(f"--dtype: expected {' or '.join(DTYPES)}, found {dtype!r}")
     lengths = check_lengths(lengths)
-    if isinstance(long_length, bool) or not isinstance(long_length, int) or long_length < 0:
-        raise LinrnnError(f"--long: expected a length >= 0 (0 leaves the long check out), found {long_length}")
+    for option, value in (("--long", long_length), ("--very-long", very_long_length)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise LinrnnError(f"{option}: expected a length >= 0 (0 leaves the check out), found {value}")
     if isinstance(sets, Mapping):
         sets = [f"{k}={json.dumps(v)}" for k, v in sets.items()]
     pins = scan.parse_sets(sets) if kind == "scan" else parse_sets(kind, sets)
@@ -440,24 +451,28 @@ def battery(target: str | Callable, kind: str, dtype: str, lengths=DEFAULT_LENGT
     else:
         name, build = target, resolve(target)
     if kind == "scan":
-        return scan.Battery(name, build, dtype, lengths, seed, pins, long_length, sys.modules[__name__])
-    return Battery(name, build, kind, dtype, lengths, seed, pins, long_length)
+        return scan.Battery(name, build, dtype, lengths, seed, pins, long_length, sys.modules[__name__],
+                            very_long_length)
+    return Battery(name, build, kind, dtype, lengths, seed, pins, long_length, very_long_length)
 
 
 def plan(kind: str, dtypes: tuple[str, ...] = DTYPES, lengths=DEFAULT_LENGTHS, seed: int = 0, sets=(),
-         long_length: int = LONG_LENGTH) -> list[Planned]:
+         long_length: int = LONG_LENGTH, very_long_length: int | None = None) -> list[Planned]:
     """The checks `run` makes for a target of `kind`, in its order, without building a target or running one."""
     return [Planned(name, dtype, dict(fields)) for dtype in dtypes
-            for name, fields, _ in battery(None, kind, dtype, lengths, seed, sets, long_length).schedule()]
+            for name, fields, _ in battery(None, kind, dtype, lengths, seed, sets, long_length,
+                                           very_long_length).schedule()]
 
 
 class Battery:
     """Every check of one target at one model kind and dtype; `pins` are the config fields `--set` fixes."""
 
     def __init__(self, name: str, build: Callable, kind: str, dtype: str, lengths: tuple[int, ...], seed: int,
-                 pins: Mapping[str, Any] | None = None, long_length: int = LONG_LENGTH):
+                 pins: Mapping[str, Any] | None = None, long_length: int = LONG_LENGTH,
+                 very_long_length: int = VERY_LONG_LENGTH):
         self.name, self.build, self.kind, self.dtype = name, build, kind, dtype
         self.lengths, self.seed, self.pins, self.long_length = lengths, seed, dict(pins or {}), long_length
+        self.very_long_length = very_long_length
         self.cfg = make_config(kind, **self.pins)
         self.params = bundle_for(self.cfg, seed)
         self.radius = spectral_radius(self.cfg, self.params)
@@ -497,6 +512,11 @@ class Battery:
             out.append((name, {}, functools.partial(self.radii, "near 1", self.long_length, name)))
         out += [("bidirectional", {}, functools.partial(self.bidirectional, L)),
                 ("state", {}, functools.partial(self.state, L)), ("gradient", {}, functools.partial(self.gradient, L))]
+        out += [("state hand-over", {}, functools.partial(self.handover, L)),
+                (SHORT_NAME, {}, self.short)]
+        if self.very_long_length:
+            out.append((f"very long L={self.very_long_length}", {}, self.very_long))
+        out += [("packing", {}, functools.partial(self.packing, L)), ("padding", {}, functools.partial(self.padding, L))]
         out += [(variant_name(fields), fields, functools.partial(self.variant, fields, L))
                 for fields in variants(self.kind, self.pins)[1:]
                 if fields != {"bidirectional": True}]          # that one is the bidirectional check
@@ -756,6 +776,184 @@ class Battery:
                                                               self.fit_tol(L, self.radius))
         return c
 
+    def stateless(self, name: str) -> Check | None:
+        """The "n/a" of a check that passes states, where the target or the layer has none; else None."""
+        if not self.layer.takes_state:
+            return Check(name, self.dtype, "n/a", detail="the callable takes no state=")
+        if getattr(self.cfg, "bidirectional", False) or getattr(self.cfg, "max_kernel_length", None):
+            return Check(name, self.dtype, "n/a", detail="a bidirectional layer, or a truncated DLR kernel, has no "
+                                                         "state (docs/models.md)")
+        return None
+
+    def handover(self, L: int) -> Check:
+        """The sequence split in two calls at several points (1, L/2, L - 1) and run one token at a time, each state
+        passed on, against the target's own single call."""
+        name = "state hand-over"
+        if (na := self.stateless(name)) or L < 2:
+            return na or Check(name, self.dtype, "n/a", detail="needs a length >= 2 to split")
+        u = self.rng(name).standard_normal((BATCH, L, H))
+        whole, _ = self.layer(u, f"{name}: one call")
+        runs: dict[str, np.ndarray] = {}
+        for k in sorted({1, L // 2, L - 1}):
+            first, carried = self.layer(u[:, :k], f"{name}: the first {k} positions")
+            runs[f"split {k} + {L - k}"] = np.concatenate(
+                [first, self.layer(u[:, k:], f"{name}: the positions after {k}", carried)[0]], axis=1)
+        carried, steps = None, []
+        for t in range(L):
+            y, carried = self.layer(u[:, t:t + 1], f"{name}: position {t} alone", carried)
+            steps.append(y)
+        runs["token by token"] = np.concatenate(steps, axis=1)
+        errors = {what: rel_error(whole, y) for what, y in runs.items()}
+        tol = self.tol(L)
+        c = self.check(name, max(errors.values()), tol, f"L = {L}, B = {BATCH}, against the target's own single "
+                                                        f"call; errors: " + ", ".join(f"{k} {v:.2e}"
+                                                                                      for k, v in errors.items()))
+        if c.status == "fail":
+            c.diagnoses = self.level(self.cfg, c.rel, L, self.radius) or self.explain_handover(u, whole, runs, errors,
+                                                                                                 tol)
+        return c
+
+    def explain_handover(self, u, whole, runs, errors, tol) -> list[Diagnosis]:
+        """Which hand-over fails: one token at a time only (from which position), or a split (named as `state`)."""
+        probe_tol = self.fit_tol(u.shape[1], self.radius)
+        splits = {what: e for what, e in errors.items() if what != "token by token"}
+        if all(e <= tol for e in splits.values()):
+            scale = float(np.max(np.abs(whole)))
+            per_t = np.max(np.abs(runs["token by token"] - whole), axis=(0, 2)) / scale
+            t = int(np.argmax(per_t > tol))
+            return [Diagnosis("handover_tokens", f"the state hand-over fails one token at a time: its outputs depart "
+                                                 f"from the single call at position t = {t} (error "
+                                                 f"{errors['token by token']:.2e}, tolerance {tol:.2e}), while every "
+                                                 f"split in two calls conforms")]
+        what = next(w for w, e in splits.items() if e > tol)
+        k = int(what.split()[1])
+        zero, _ = self.layer(u[:, k:], "state hand-over: the second part from zero")
+        return explain_state(whole[:, k:], runs[what][:, k:], zero, tol, probe_tol)
+
+    def short(self) -> Check:
+        """Random inputs at every length 1..8 (where chunked routes have failed) against the reference."""
+        rng = self.rng(SHORT_NAME)
+        found = {}
+        for n in SHORT_LENGTHS:
+            u = rng.standard_normal((BATCH, n, H))
+            found[n] = (rel_error(reference(self.cfg, self.params, u), self.layer(u, f"{SHORT_NAME}: L={n}")[0]),
+                        self.tol(n))
+        worst = max(found, key=lambda n: found[n][0] / found[n][1])
+        bad = [n for n, (e, t) in found.items() if e > t]
+        c = self.check(SHORT_NAME, *found[worst], f"B = {BATCH}, r = {self.radius:.6g}; the worst against its "
+                                                  f"tolerance at L = {worst}; failing lengths: "
+                                                  f"{' '.join(map(str, bad)) or 'none'}")
+        if c.status == "fail":
+            level = self.level(self.cfg, c.rel, worst, self.radius, output_dtype=self.layer.output_dtype)
+            if level:
+                c.diagnoses = level
+            elif len(bad) < len(found):
+                good = [n for n in found if n not in bad]
+                c.diagnoses = [Diagnosis("short_lengths", f"the output is wrong at L = {', '.join(map(str, bad))} and "
+                                                          f"conforms at L = {', '.join(map(str, good))} (error "
+                                                          f"{c.rel:.2e} at L = {worst}, tolerance {c.rtol:.2e})")]
+        return c
+
+    def very_long(self) -> Check:
+        """One random row at the very long length, past 2^16, with the radius-near-1 bundle: a chunked route's every
+        chunk, its tail included; a failure names the first position that departs."""
+        L = self.very_long_length
+        name = f"very long L={L}"
+        fields = next((f for f in RADIUS_FIELDS if hasattr(self.cfg, f[0]) and hasattr(self.cfg, f[1])), None)
+        cfg, params = self.cfg, self.params
+        if fields and not any(f in self.pins for f in fields[:2]):
+            cfg = make_config(self.kind, **{**self.pins, fields[0]: fields[2][0], fields[1]: fields[2][1]})
+            params = bundle_for(cfg, self.seed)
+        radius = spectral_radius(cfg, params)
+        try:
+            layer = self.layer if cfg == self.cfg else Layer(self.name, self.build, cfg, params, self.dtype)
+        except NotImplementedError as err:
+            return Check(name, self.dtype, "n/a", detail=f"not supported by the target: {err}")
+        u = self.rng(name).standard_normal((1, L, H))
+        ref, y = reference(cfg, params, u), layer(u, name)[0]
+        tol = self.tol(L, radius)
+        c = self.check(name, rel_error(ref, y), tol, f"one row, r = {radius:.6g}")
+        if c.status == "fail":
+            level = self.level(cfg, c.rel, L, radius, output_dtype=layer.output_dtype)
+            per_t = np.max(np.abs(y - ref), axis=(0, 2)) / float(np.max(np.abs(ref)))
+            t = int(np.argmax(per_t > tol))
+            c.diagnoses = level or ([Diagnosis("long_tail", f"the output departs from the reference from position "
+                                                            f"t = {t} of L = {L} on, conforming before it (error "
+                                                            f"{c.rel:.2e}, tolerance {tol:.2e}): a chunk past it is "
+                                                            f"lost or wrong")] if t > 0 else [])
+        return c
+
+    def packing(self, L: int) -> Check:
+        """Packed sequences (segment ids, where the callable takes `segments=`): each computed as if alone, the state
+        reset where one begins."""
+        name = "packing"
+        if not self.layer.takes_segments:
+            return Check(name, self.dtype, "n/a", detail="the callable takes no segments= (packed sequences)")
+        if L < 2:
+            return Check(name, self.dtype, "n/a", detail="needs a length >= 2 to pack two sequences")
+        rng = self.rng(name)
+        u = rng.standard_normal((BATCH, L, H))
+        starts = rng.random((BATCH, L - 1)) < 0.3
+        starts[0, L // 2 - 1] = True                          # row 0 has a boundary, row 1 none
+        starts[1] = False
+        segments = np.concatenate([np.zeros((BATCH, 1), np.int64), np.cumsum(starts, axis=1)], axis=1)
+        y, _ = self.layer(u, name, segments=segments)
+        ref = reference(self.cfg, self.params, u, segments=segments)
+        tol = self.tol(L)
+        c = self.check(name, rel_error(ref, y), tol, f"L = {L}, B = {BATCH}, segments of lengths "
+                                                     f"{[np.bincount(r).tolist() for r in segments]}")
+        if c.status == "fail":
+            level = self.level(self.cfg, c.rel, L, self.radius)
+            whole = reference(self.cfg, self.params, u)
+            if level:
+                c.diagnoses = level
+            elif rel_error(whole, y) <= self.fit_tol(L, self.radius):
+                c.diagnoses = [Diagnosis("packing_no_reset", f"the state does not reset where a packed sequence "
+                                                             f"begins: the output is each row's run as one sequence "
+                                                             f"(error against the sequences alone {c.rel:.2e}, "
+                                                             f"tolerance {tol:.2e})")]
+        return c
+
+    def padding(self, L: int) -> Check:
+        """Padded rows (valid lengths, where the callable takes `lengths=`), in the bidirectional form where the kind
+        has one (its backward scan starts in the padding): each row's valid part as if alone, 0 at the padding."""
+        name = "padding"
+        if not self.layer.takes_lengths:
+            return Check(name, self.dtype, "n/a", detail="the callable takes no lengths= (padded rows)")
+        cfg, params, layer = self.cfg, self.params, self.layer
+        if hasattr(cfg, "bidirectional") and "bidirectional" not in self.pins:
+            both = make_config(self.kind, **{**self.pins, "bidirectional": True})
+            try:
+                layer = Layer(self.name, self.build, both, bundle_for(both, self.seed), self.dtype)
+                cfg, params = both, bundle_for(both, self.seed)
+            except NotImplementedError:
+                pass                                             # the forward-only layer's padding, then
+        rng = self.rng(name)
+        lengths = np.array([L, max(1, (L + 1) // 2), 1][:BATCH], np.int64)
+        u = rng.standard_normal((BATCH, L, H))
+        mask = np.arange(L)[None, :] < lengths[:, None]
+        u = np.where(mask[..., None], u, 10.0 * rng.standard_normal((BATCH, L, H)))    # loud padding
+        y, _ = layer(u, name, lengths=lengths)
+        ref = reference(cfg, params, u, lengths=lengths)
+        radius = spectral_radius(cfg, params)
+        tol = self.tol(L, radius)
+        c = self.check(name, rel_error(ref, y), tol, f"{_describe(cfg)}, L = {L}, valid lengths "
+                                                     f"{' '.join(map(str, lengths))}, padding 10 x the inputs")
+        if c.status == "fail":
+            level = self.level(cfg, c.rel, L, radius)
+            scale = float(np.max(np.abs(ref)))
+            valid = float(np.max(np.abs(np.where(mask[..., None], y - ref, 0.0)))) / scale
+            if level:
+                c.diagnoses = level
+            elif valid <= self.fit_tol(L, radius):
+                c.diagnoses = [Diagnosis("padding_not_zero", f"the output at the padded positions is not 0 (error "
+                                                             f"{c.rel:.2e}, tolerance {tol:.2e}); the valid positions "
+                                                             f"conform")]
+            else:
+                c.diagnoses = [Diagnosis("padding_leaks", f"the padding reaches the valid positions: they err by "
+                                                          f"{valid:.2e} against each row alone (tolerance {tol:.2e})")]
+        return c
+
     # -- gradients --------------------------------------------------------------------------------
 
     def gradient(self, L: int) -> Check:
@@ -921,26 +1119,29 @@ def check_lengths(lengths) -> tuple[int, ...]:
 
 
 def run(target: str | Callable, kind: str, dtypes: tuple[str, ...] = DTYPES, lengths=DEFAULT_LENGTHS, seed: int = 0,
-        progress: Callable[[str], None] | None = None, sets=(), long_length: int = LONG_LENGTH) -> Result:
+        progress: Callable[[str], None] | None = None, sets=(), long_length: int = LONG_LENGTH,
+        very_long_length: int | None = None) -> Result:
     """Every check of `target` claiming the contract of `kind` (a mixer kind, or "scan").
 
     target: a built-in name, `module:function`, or the build function itself (as Python code calls it)
     sets: `FIELD=VALUE` strings (`--set`) or a {field: value} dict, pinning fields of every config checked
     long_length: the long check's length (0 leaves it out)
+    very_long_length: the very long check's length, past 2^16 (0 leaves it out; None: VERY_LONG_LENGTH)
     """
     bad = [d for d in dtypes if d not in DTYPES]
     if bad or not dtypes:
         raise LinrnnError(f"--dtype: expected {' or '.join(DTYPES)}, found {', '.join(bad) or 'none'}")
     checks = []
     for dtype in dtypes:
-        one = battery(target, kind, dtype, lengths, seed, sets, long_length)
+        one = battery(target, kind, dtype, lengths, seed, sets, long_length, very_long_length)
         if progress:
             progress(f"{one.name} {kind} {dtype}")
         try:
             checks += one.run()
         except NotImplementedError as err:
             checks.append(Check("build", dtype, "n/a", detail=f"not supported by the target: {err}"))
-    return Result(one.name, kind, tuple(dtypes), one.lengths, seed, checks, one.pins, long_length)
+    return Result(one.name, kind, tuple(dtypes), one.lengths, seed, checks, one.pins, long_length,
+                  one.very_long_length)
 
 
 def unavailable(name: str) -> str | None:
@@ -1003,6 +1204,8 @@ def register(subparsers) -> None:
                         "variants, e.g. --set discretization=zoh")
     p.add_argument("--long", type=int, default=LONG_LENGTH,
                    help=f"length of the long check at radius near 1 (default {LONG_LENGTH}; 0 leaves it out)")
+    p.add_argument("--very-long", type=int, default=VERY_LONG_LENGTH,
+                   help=f"length of the very long check, past 2^16 (default {VERY_LONG_LENGTH}; 0 leaves it out)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bundles and inputs (default 0)")
     p.add_argument("--json", default=None, help="write every check to this JSON file")
     p.add_argument("--peers", action="store_true", help="list the built-in targets (package, installed version or "
@@ -1013,7 +1216,8 @@ def register(subparsers) -> None:
 def format_result(result: Result) -> str:
     pinned = "".join(f" --set {k}={json.dumps(v)}" for k, v in result.pins.items())
     lines = [f"linrnn conform {result.target} --model {result.model}{pinned}: seed {result.seed}, "
-             f"lengths {' '.join(map(str, result.lengths))}, long check L={result.long_length}"]
+             f"lengths {' '.join(map(str, result.lengths))}, long check L={result.long_length}, very long check "
+             f"L={result.very_long_length}"]
     lines += ["  " + c.line() for c in result.checks]
     failed = sum(c.status == "fail" for c in result.checks)
     if result.ok:
@@ -1033,7 +1237,8 @@ def _main(args: argparse.Namespace) -> int:
         raise LinrnnError("expected TARGET and --model KIND (or --peers to list the built-in targets)")
     dtypes = (args.dtype,) if args.dtype else DTYPES
     progress = (lambda what: print(f"checking {what}", file=sys.stderr)) if sys.stderr.isatty() else None
-    result = run(args.target, args.model, dtypes, args.lengths, args.seed, progress, args.sets, args.long)
+    result = run(args.target, args.model, dtypes, args.lengths, args.seed, progress, args.sets, args.long,
+                 args.very_long)
     print(format_result(result))
     if args.json:
         from linrnn.impls.results import ConformRecord, Envelope, command_line, write

@@ -38,9 +38,9 @@ def linrnn_jax(bundle: dict, config: dict, dtype: str = "float64"):
 
     mode = "conv" if config.get("max_kernel_length") else MODES[0]     # a truncated DLR kernel: only its own view
 
-    def call(u, state=None):
+    def call(u, state=None, lengths=None, segments=None):
         with precision(dtype):
-            return apply(params, cfg, u, mode, state)
+            return apply(params, cfg, u, mode, state, lengths, segments)
 
     return call
 

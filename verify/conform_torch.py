@@ -66,8 +66,8 @@ def linrnn_torch(bundle: dict, config: dict, dtype: str = "float64"):
     layer = from_bundle(Bundle(config_from_dict(config), bundle), torch_dtype(dtype))
     mode = "conv" if config.get("max_kernel_length") else MODES[0]     # a truncated DLR kernel: only its own view
 
-    def call(u, state=None):
-        return _run(lambda x: layer(x.to(layer.dtype), mode=mode, state=state), u)
+    def call(u, state=None, lengths=None, segments=None):
+        return _run(lambda x: layer(x.to(layer.dtype), mode=mode, state=state, lengths=lengths, segments=segments), u)
 
     return call
 

@@ -33,7 +33,8 @@ def _dtypes(dtypes) -> tuple[str, ...]:
 
 
 def check_layer(target, kind: str, *, dtypes=None, lengths=conform.DEFAULT_LENGTHS, seed: int = 0,
-                long_length: int = conform.LONG_LENGTH, **config) -> Report:
+                long_length: int = conform.LONG_LENGTH, very_long_length: int = conform.VERY_LONG_LENGTH,
+                **config) -> Report:
     """Every check of the conform battery on `target` (a factory `make(bundle, config) -> call`, a built-in name or
     'module:function'), claiming the contract of `kind` ('lru', 's5', ..., or 'scan').
 
@@ -41,12 +42,13 @@ def check_layer(target, kind: str, *, dtypes=None, lengths=conform.DEFAULT_LENGT
             discretization="zoh" for a target that implements only the zero-order hold
     Returns the report (`conform.Result`): `report.ok`, `report.checks`, `report.diagnoses()`, `str(report)`.
     """
-    return conform.run(target, kind, _dtypes(dtypes), lengths, seed, None, config, long_length)
+    return conform.run(target, kind, _dtypes(dtypes), lengths, seed, None, config, long_length, very_long_length)
 
 
 # -- one pytest case per check ------------------------------------------------------------------
 
-LONG = "long"      # the long check's slug: its length comes from `long_length` or `--linrnn-long`
+LONG = "long"            # the long check's slug: its length from `long_length` or `--linrnn-long`
+VERY_LONG = "very-long"  # the very long check's: from `very_long_length` or `--linrnn-very-long`
 
 
 def _slug(text: str) -> str:
@@ -78,6 +80,8 @@ def check_slug(name: str, fields: Mapping[str, Any]) -> str:
         return "bidirectional" if fields.get("bidirectional") else "impulse"
     if name.startswith("long L="):
         return LONG
+    if name.startswith("very long L="):
+        return VERY_LONG
     return _slug(re.sub(r"\bL=", "l", name))
 
 
@@ -90,12 +94,13 @@ class Case:
     factory: Callable = field(repr=False)
     kind: str
     dtype: str
-    check: str                               # the battery's name of the check ('random L=7'; the long check: 'long')
+    check: str                               # the battery's name of the check ('random L=7'; 'long', 'very-long')
     variant: tuple[tuple[str, Any], ...]     # the config fields the check's variant sets
     lengths: tuple[int, ...] = conform.DEFAULT_LENGTHS
     seed: int = 0
     config: tuple[tuple[str, Any], ...] = ()  # the pinned fields
     long_length: int | None = None           # None: `--linrnn-long`, or the battery's default
+    very_long_length: int | None = None      # None: `--linrnn-very-long`, or the battery's default
     linrnn_case = True                       # how the pytest plugin knows a case (without importing this module)
 
     @property
@@ -104,27 +109,28 @@ class Case:
                 f"{check_slug(self.check, dict(self.variant))}")
 
     def long(self) -> int:
-        if self.long_length is not None:
-            return self.long_length
-        from linrnn.testing import plugin
-        return conform.LONG_LENGTH if plugin.SETTINGS["long"] is None else plugin.SETTINGS["long"]
+        return _setting(self.long_length, "long", conform.LONG_LENGTH)
+
+    def very_long(self) -> int:
+        return _setting(self.very_long_length, "very_long", conform.VERY_LONG_LENGTH)
 
     def command(self) -> str:
         """The command line that runs the whole battery on this factory (where its module is importable)."""
         factory = f"{getattr(self.factory, '__module__', '?')}:{getattr(self.factory, '__qualname__', '?')}"
         pins = "".join(f" --set {k}={json.dumps(v)}" for k, v in self.config)
         return (f"linrnn conform {factory} --model {self.kind} --dtype {self.dtype} --lengths "
-                f"{' '.join(map(str, self.lengths))} --long {self.long()} --seed {self.seed}{pins}")
+                f"{' '.join(map(str, self.lengths))} --long {self.long()} --very-long {self.very_long()} "
+                f"--seed {self.seed}{pins}")
 
     def run(self) -> conform.Check:
         """The check's result (status 'pass', 'fail' or 'n/a'), run once per battery."""
-        name = self.check
-        long = self.long()
-        if name == LONG:
-            if not long:
-                return conform.Check(name, self.dtype, "n/a", detail="the long check is left out (long length 0)")
-            name = f"long L={long}"
-        battery = _battery(self.factory, self.kind, self.dtype, self.lengths, self.seed, self.config, long)
+        name, long, very_long = self.check, self.long(), self.very_long()
+        for slug, length, label in ((LONG, long, "long"), (VERY_LONG, very_long, "very long")):
+            if name == slug:
+                if not length:
+                    return conform.Check(name, self.dtype, "n/a", detail=f"the {label} check is left out (length 0)")
+                name = f"{label} L={length}"
+        battery = _battery(self.factory, self.kind, self.dtype, self.lengths, self.seed, self.config, long, very_long)
         try:
             return battery.one(name)
         except NotImplementedError as err:
@@ -147,20 +153,29 @@ class Case:
         return check
 
 
+def _setting(value: int | None, option: str, default: int) -> int:
+    """A length given to the case, else the plugin's option (`--linrnn-long`, `--linrnn-very-long`), else the default."""
+    if value is not None:
+        return value
+    from linrnn.testing import plugin
+    return default if plugin.SETTINGS[option] is None else plugin.SETTINGS[option]
+
+
 _BATTERIES: dict[tuple, tuple[Callable, Any]] = {}
 
 
-def _battery(factory, kind, dtype, lengths, seed, config, long_length):
+def _battery(factory, kind, dtype, lengths, seed, config, long_length, very_long_length):
     """One battery per factory, kind, dtype and settings, kept for the session: each check runs once, the target is
     built once."""
-    key = (id(factory), kind, dtype, tuple(lengths), seed, config, long_length)
+    key = (id(factory), kind, dtype, tuple(lengths), seed, config, long_length, very_long_length)
     if key not in _BATTERIES:
-        _BATTERIES[key] = (factory, conform.battery(factory, kind, dtype, lengths, seed, dict(config), long_length))
+        _BATTERIES[key] = (factory, conform.battery(factory, kind, dtype, lengths, seed, dict(config), long_length,
+                                                    very_long_length))
     return _BATTERIES[key][1]
 
 
 def cases(targets, kind: str, *, dtypes=None, lengths=conform.DEFAULT_LENGTHS, seed: int = 0,
-          long_length: int | None = None, **config) -> list[Case]:
+          long_length: int | None = None, very_long_length: int | None = None, **config) -> list[Case]:
     """Every check of the battery as a `Case`, for each target ({name: factory}, or one factory named by its
     `__name__`), in the battery's order; nothing is built or run."""
     if callable(targets):
@@ -174,10 +189,12 @@ def cases(targets, kind: str, *, dtypes=None, lengths=conform.DEFAULT_LENGTHS, s
             raise LinrnnError(f"targets: expected a non-empty name and a callable factory, found {name!r}: "
                               f"{type(factory).__name__}")
         planned = conform.plan(kind, _dtypes(dtypes), lengths, seed, config,
-                               conform.LONG_LENGTH if long_length is None else long_length)
+                               conform.LONG_LENGTH if long_length is None else long_length,
+                               conform.VERY_LONG_LENGTH if very_long_length is None else very_long_length)
         for p in planned:
-            out.append(Case(name, factory, kind, p.dtype, LONG if p.name.startswith("long L=") else p.name,
-                            tuple(p.variant.items()), tuple(lengths), seed, tuple(config.items()), long_length))
+            check = LONG if p.name.startswith("long L=") else VERY_LONG if p.name.startswith("very long L=") else p.name
+            out.append(Case(name, factory, kind, p.dtype, check, tuple(p.variant.items()), tuple(lengths), seed,
+                            tuple(config.items()), long_length, very_long_length))
     ids = [c.id for c in out]
     twice = sorted({i for i in ids if ids.count(i) > 1})
     if twice:                              # a bug here, not the user's: two checks would share a pytest id
@@ -186,7 +203,8 @@ def cases(targets, kind: str, *, dtypes=None, lengths=conform.DEFAULT_LENGTHS, s
 
 
 def parametrize_with_checks(targets, kind: str, *, argname: str = "check", dtypes=None,
-                            lengths=conform.DEFAULT_LENGTHS, seed: int = 0, long_length: int | None = None, **config):
+                            lengths=conform.DEFAULT_LENGTHS, seed: int = 0, long_length: int | None = None,
+                            very_long_length: int | None = None, **config):
     """A pytest decorator: one case per check of the battery, variant and dtype, for each target.
 
         @parametrize_with_checks({"mine": make_lru}, kind="lru")
@@ -194,9 +212,10 @@ def parametrize_with_checks(targets, kind: str, *, argname: str = "check", dtype
             check()
 
     ids read `NAME-KIND-VARIANT-DTYPE-CHECK` (e.g. `mine-s5-bilinear-float32-impulse`, `mine-lru-base-float64-state`),
-    so `-k` selects. With the plugin, `--linrnn-dtypes` keeps the cases of some dtypes and `--linrnn-long L` sets the
-    long check's length (`long_length` here overrides it).
+    so `-k` selects. With the plugin, `--linrnn-dtypes` keeps the cases of some dtypes, and `--linrnn-long L` and
+    `--linrnn-very-long L` set the long and very long checks' lengths (`long_length`, `very_long_length` override them).
     """
     import pytest
-    found = cases(targets, kind, dtypes=dtypes, lengths=lengths, seed=seed, long_length=long_length, **config)
+    found = cases(targets, kind, dtypes=dtypes, lengths=lengths, seed=seed, long_length=long_length,
+                  very_long_length=very_long_length, **config)
     return pytest.mark.parametrize(argname, [pytest.param(c, id=c.id) for c in found])

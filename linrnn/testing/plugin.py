@@ -14,6 +14,7 @@ asks for them.
                                  deselected, and linrnn_dtype takes these (default: float64,float32)
     --linrnn-long L              the long check's length in parametrize_with_checks' cases (default 4096; 0
                                  skips it)
+    --linrnn-very-long L         the very long check's (default 65537, past 2^16; 0 skips it)
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ import pytest
 
 DTYPES = ("float64", "float32")
 LONG_DEFAULT = 4096          # linrnn.verify.conform.LONG_LENGTH, not imported here: this module stays light
+VERY_LONG_DEFAULT = 65537    # linrnn.verify.conform.VERY_LONG_LENGTH
 MARKER = ("linrnn_conform(kind, **config): the layer contract the test checks; the fixtures linrnn_bundle and "
           "linrnn_reference are that layer's bundle and its float64 reference")
 # Read by linrnn.testing.battery when a case runs; the defaults hold where the plugin is not loaded.
-SETTINGS: dict = {"dtypes": None, "long": None}
+SETTINGS: dict = {"dtypes": None, "long": None, "very_long": None}
 
 
 def _dtypes(text: str) -> tuple[str, ...]:
@@ -37,13 +39,13 @@ def _dtypes(text: str) -> tuple[str, ...]:
     return found
 
 
-def _long(text: str) -> int:
+def _length(option: str, text: str) -> int:
     try:
         value = int(text)
     except ValueError:
         value = -1
     if value < 0:
-        raise pytest.UsageError(f"--linrnn-long: expected a length >= 0 (0 skips the long check), found {text!r}")
+        raise pytest.UsageError(f"{option}: expected a length >= 0 (0 skips the check), found {text!r}")
     return value
 
 
@@ -53,14 +55,17 @@ def pytest_addoption(parser):
                     help=f"dtypes of linrnn's checks: {','.join(DTYPES)} (default both)")
     group.addoption("--linrnn-long", default=None, metavar="L",
                     help=f"length of linrnn's long check (default {LONG_DEFAULT}; 0 skips it)")
+    group.addoption("--linrnn-very-long", default=None, metavar="L",
+                    help=f"length of linrnn's very long check (default {VERY_LONG_DEFAULT}; 0 skips it)")
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", MARKER)
     text = config.getoption("--linrnn-dtypes")
     SETTINGS["dtypes"] = _dtypes(text) if text is not None else None
-    text = config.getoption("--linrnn-long")
-    SETTINGS["long"] = _long(text) if text is not None else None
+    for option, key in (("--linrnn-long", "long"), ("--linrnn-very-long", "very_long")):
+        text = config.getoption(option)
+        SETTINGS[key] = _length(option, text) if text is not None else None
 
 
 def pytest_generate_tests(metafunc):

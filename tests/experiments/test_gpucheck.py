@@ -215,10 +215,10 @@ def test_the_mamba_step_is_skipped_where_mamba_ssm_is_absent_and_renders_where_i
     data = gpucheck.check("cpu", out=tmp_path)
     assert data["steps"]["mamba"]["status"] == "done" and not gpucheck.failed(data)
     line = next(x for x in gpucheck.summary_lines(data) if x.startswith("mamba"))
-    assert "selective_scan_ref: 10 pass, 0 fail, 2 n/a; selective_scan_fn: 10 pass, 0 fail, 2 n/a" in line, line
+    assert "selective_scan_ref: 12 pass, 0 fail, 2 n/a; selective_scan_fn: 12 pass, 0 fail, 2 n/a" in line, line
     html = section_html(render(tmp_path, tmp_path / "page"))
     assert "mamba-ssm's selective scan against the scan contract" in html
-    assert html.count("<tr><td>selective_scan_fn</td><td>") == 12 and "<td>long L=64</td>" in html
+    assert html.count("<tr><td>selective_scan_fn</td><td>") == 14 and "<td>long L=64</td>" in html
 
 
 def test_the_mamba_targets_in_conform(monkeypatch):
@@ -231,7 +231,7 @@ def test_the_mamba_targets_in_conform(monkeypatch):
     assert result.ok, conform.format_result(result)
     assert all(c.status == "n/a" and "computes in float32 only" in c.detail for c in result.checks
                if c.dtype == "float64")
-    assert sum(c.status == "pass" for c in result.checks) == 10
+    assert sum(c.status == "pass" for c in result.checks) == 12      # with lengths 1-8 and the very long check
     with pytest.raises(LinrnnError, match="^mamba-ssm-ref implements scan, found --model lru$"):
         conform.run("mamba-ssm-ref", "lru", ("float32",), (1,), long_length=0)
 

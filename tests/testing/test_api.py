@@ -108,8 +108,9 @@ def test_reference_reads_a_bundle_a_file_or_params_and_config(tmp_path):
 # -- check_layer and the cases ---------------------------------------------------------------------------
 
 def test_check_layer_is_the_conform_battery():
-    report = lt.check_layer(planted("dense_D"), "lru", dtypes="float64", lengths=(1, 8), long_length=64)
-    same = conform.run(planted("dense_D"), "lru", ("float64",), (1, 8), long_length=64)
+    report = lt.check_layer(planted("dense_D"), "lru", dtypes="float64", lengths=(1, 8), long_length=64,
+                            very_long_length=0)
+    same = conform.run(planted("dense_D"), "lru", ("float64",), (1, 8), long_length=64, very_long_length=0)
     assert [(c.name, c.status, c.rel) for c in report.checks] == [(c.name, c.status, c.rel) for c in same.checks]
     assert not report.ok and {d.key for d in report.diagnoses()} == {"dense_D"}
     assert str(report).splitlines()[-1].startswith("  - D is applied as a dense matrix, not elementwise")
@@ -133,8 +134,10 @@ def test_each_case_runs_its_check_alone_on_the_batterys_inputs():
 
 def test_case_ids_name_the_target_kind_variant_dtype_and_check():
     ids = [c.id for c in lt.cases({"mine": planted()}, "s5")]
-    assert len(ids) == len(set(ids)) == 2 * (10 + 14)    # per dtype: 10 base checks, 14 variants
+    assert len(ids) == len(set(ids)) == 2 * (15 + 14)    # per dtype: 15 base checks, 14 variants
     assert {"mine-s5-base-float64-impulse", "mine-s5-base-float32-random-l7", "mine-s5-base-float64-long",
+            "mine-s5-base-float64-very-long", "mine-s5-base-float32-state-hand-over", "mine-s5-base-float64-lengths-1-8",
+            "mine-s5-base-float32-packing", "mine-s5-base-float64-padding",
             "mine-s5-base-float32-state", "mine-s5-bilinear-float32-impulse", "mine-s5-clip-eigs-float64-impulse",
             "mine-s5-bilinear-clip-eigs-blocks-2-bidirectional-float32-bidirectional"} <= set(ids)
     scan_ids = [c.id for c in lt.cases({"s": planted()}, "scan", dtypes=["float32"])]
@@ -153,7 +156,7 @@ def test_a_case_fails_with_its_deviation_and_skips_what_does_not_apply():
     assert lines[0].startswith("linrnn check mine-lru-base-float64-state: FAIL state (float64): relative error ")
     assert lines[1].startswith("  - the state is not carried between calls: the second call equals a start from zero")
     assert re.match(r"the whole battery: linrnn conform \S+:planted.<locals>.build --model lru --dtype float64 "
-                    r"--lengths 8 --long 4096 --seed 0$", lines[2])
+                    r"--lengths 8 --long 4096 --very-long 65537 --seed 0$", lines[2])
     assert cases["mine-lru-base-float64-impulse"]().status == "pass"
     with pytest.raises(pytest.skip.Exception, match=r"gradient \(float64\): not differentiable here"):
         cases["mine-lru-base-float64-gradient"]()
@@ -271,5 +274,6 @@ def test_the_outside_packages_adapter_serves_linrnn_conform_too(cli, monkeypatch
     monkeypatch.chdir(OUTSIDE / "tests")
     for name in [m for m in sys.modules if m.startswith(("tinyssm", "test_tinyssm"))]:
         monkeypatch.delitem(sys.modules, name)
-    code, out, _ = cli.run("conform", "test_tinyssm:make_lru", "--model", "lru", "--lengths", "1", "8", "--long", "256")
+    code, out, _ = cli.run("conform", "test_tinyssm:make_lru", "--model", "lru", "--lengths", "1", "8", "--long", "256",
+                           "--very-long", "0")
     assert code == 0 and "gradient (float64): relative error" in out and "n/a" not in out, out

@@ -83,5 +83,5 @@ def test_the_fixtures_and_options_say_what_they_expected(folder):
     assert bad.returncode == 4 and ("--linrnn-dtypes: expected a comma-separated subset of float64,float32, found "
                                     "'float16'") in bad.stderr, bad.stdout + bad.stderr
     bad = pytest_run(folder, "test_unrelated.py", "--linrnn-long=-1")
-    assert bad.returncode == 4 and ("--linrnn-long: expected a length >= 0 (0 skips the long check), found '-1'"
+    assert bad.returncode == 4 and ("--linrnn-long: expected a length >= 0 (0 skips the check), found '-1'"
                                     in bad.stderr), bad.stdout + bad.stderr

@@ -22,6 +22,14 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "conform.md"
 F64 = ("float64",)
 
 
+@pytest.fixture(autouse=True)
+def no_very_long_check(request, monkeypatch):
+    """The very long check (L = 2^16 + 1: about a second of reference per dtype) runs in the tests about it (named
+    `..._very_long_...`); the others leave it out, as `linrnn conform --very-long 0` does."""
+    if "very_long" not in request.node.name:
+        monkeypatch.setattr(conform, "VERY_LONG_LENGTH", 0)
+
+
 def keys(result: conform.Result) -> set[str]:
     return {d.key for d in result.diagnoses()}
 
@@ -107,6 +115,17 @@ def backward_causal(cfg, p, u, state):
 def test_each_planted_deviation_is_named(kind, bug, key):
     result = conform.run(planted(bug), kind, F64, (1, 8))
     assert not result.ok and keys(result) == {key}, conform.format_result(result)
+    assert result.diagnoses()[0].words.startswith(SENTENCES[key]), result.diagnoses()[0].words
+
+
+# What the user reads for each deviation, written out here (not read from the code that words it)
+SENTENCES = {
+    "dense_D": "D is applied as a dense matrix, not elementwise: the impulse responses at lag 0 err off the diagonal by",
+    "state_not_carried": "the state is not carried between calls: the second call equals a start from zero",
+    "state_batch0": "the state is applied to batch element 0 only: rows 1.. of the second call start from zero",
+    "backward_missing": "the backward direction is missing: the bidirectional output equals the forward-only one",
+    "backward_not_anticausal": "the backward direction is not anti-causal: it responds after the input",
+}
 
 
 @pytest.mark.parametrize("kind", ["lru", "dlr", "s4d", "s5"])
@@ -182,6 +201,97 @@ def test_a_gradient_that_is_not_the_adjoint_is_named():
 
     result = conform.run(build, "lru", F64, (1, 8))
     assert keys(result) == {"gradient_not_adjoint"} and failed(result) == {"gradient (float64)"}
+
+
+# -- the checks from users' bug reports: hand-over, short and very long inputs, packing, padding --------------------
+
+def packed(bug=None):
+    """A target on the reference that takes lengths= and segments= (padded rows, packed sequences), with `bug`:
+    'no_reset' (segments ignored), 'leak' (lengths ignored, then the padding zeroed), 'pad_not_zero' (the padded
+    positions left at 1)."""
+    def build(bundle, config):
+        cfg = config_from_dict(config)
+
+        def call(u, state=None, lengths=None, segments=None):
+            if segments is not None:
+                return exact(cfg, bundle, u, None)[0] if bug == "no_reset" else \
+                    apply_mixer(cfg, bundle, u, "sequential", segments=segments)[0], None
+            if lengths is not None:
+                valid = (np.arange(u.shape[1])[None, :] < np.asarray(lengths)[:, None])[..., None]
+                if bug == "leak":
+                    return np.where(valid, exact(cfg, bundle, u, None)[0], 0.0), None
+                y = apply_mixer(cfg, bundle, u, "sequential", lengths=lengths)[0]
+                return (np.where(valid, y, 1.0) if bug == "pad_not_zero" else y), None
+            return exact(cfg, bundle, u, state)
+        return call
+    return build
+
+
+def state_lost_alone(cfg, p, u, state):
+    """A one-position call (the step path) starts from zero: only hand-overs into a single token show it."""
+    return exact(cfg, p, u, None if u.shape[1] == 1 else state)
+
+
+def wrong_when_short(cfg, p, u, state):
+    y, x = exact(cfg, p, u, state)
+    return (y * 1.5 if u.shape[1] in (2, 3) else y), x
+
+
+def tail_restarts(cfg, p, u, state):
+    """A chunked route that loses the carry into its chunk past 2^16 (its tail starts from zero)."""
+    if u.shape[1] <= 2**16:
+        return exact(cfg, p, u, state)
+    head, x = exact(cfg, p, u[:, :2**16], state)
+    return np.concatenate([head, exact(cfg, p, u[:, 2**16:], None)[0]], axis=1), None
+
+
+def new_checks(result):
+    return {c.name: c for c in result.checks if c.name in ("state hand-over", "lengths 1-8", "packing", "padding")
+            or c.name.startswith("very long")}
+
+
+def test_a_state_lost_in_one_token_calls_is_named_by_the_hand_over_alone():
+    result = conform.run(planted(state_lost_alone), "lru", F64, (8,), long_length=0)
+    assert failed(result) == {"state hand-over (float64)"}, conform.format_result(result)     # the old split passes
+    assert keys(result) == {"state_not_carried"}
+
+
+def test_wrong_short_lengths_are_named():
+    result = conform.run(planted(wrong_when_short), "s5", F64, (1, 7, 16), long_length=0)
+    assert failed(result) == {"lengths 1-8 (float64)"}, conform.format_result(result)
+    words = result.diagnoses()[0].words
+    assert words.startswith("the output is wrong at L = 2, 3 and conforms at L = 1, 4, 5, 6, 7, 8")
+
+
+def test_the_very_long_check_names_a_lost_tail_chunk():
+    result = conform.run(planted(tail_restarts), "lru", F64, (8,), long_length=0, very_long_length=2**16 + 8)
+    assert failed(result) == {f"very long L={2**16 + 8} (float64)"}, conform.format_result(result)
+    assert result.diagnoses()[0].words.startswith(f"the output departs from the reference from position t = 65536 of "
+                                                  f"L = {2**16 + 8} on, conforming before it")
+
+
+@pytest.mark.parametrize("kind", ["lru", "s5"])
+def test_packing_and_padding_pass_a_faithful_target_and_name_each_bug(kind):
+    ok = new_checks(conform.run(packed(), kind, F64, (1, 8), long_length=0))
+    assert {n: c.status for n, c in ok.items()} == {n: "pass" for n in ("state hand-over", "lengths 1-8", "packing",
+                                                                         "padding")}
+    assert "bidirectional" in ok["padding"].detail                   # the padding check runs the backward scan
+    for bug, check, key in (("no_reset", "packing", "packing_no_reset"), ("leak", "padding", "padding_leaks"),
+                            ("pad_not_zero", "padding", "padding_not_zero")):
+        result = conform.run(packed(bug), kind, F64, (1, 8), long_length=0)
+        assert failed(result) == {f"{check} (float64)"} and keys(result) == {key}, conform.format_result(result)
+
+
+def test_packing_and_padding_do_not_apply_without_their_parameters():
+    checks = new_checks(conform.run(planted(exact), "dlr", F64, (8,), long_length=0))
+    assert checks["packing"].status == checks["padding"].status == "n/a"
+    assert checks["padding"].detail == "the callable takes no lengths= (padded rows)"
+
+
+def test_the_projects_layers_pass_the_very_long_check():
+    pytest.importorskip("torch")
+    result = conform.run("linrnn-torch", "s5", F64, (8,), long_length=0)
+    assert result.ok and result.checks[[c.name for c in result.checks].index(f"very long L={2**16 + 1}")].rel < 1e-12
 
 
 # -- the project's own layers ------------------------------------------------------------------
@@ -366,6 +476,24 @@ def test_the_rule_the_eigenvalues_follow_is_named(rule, key):
     result = conform.run(s5_rule(rule), "s5", **FAST)
     assert keys(result) == ({key} if key else set()), conform.format_result(result)
     assert result.ok == (key is None)
+
+
+@pytest.mark.parametrize("contract, rule, sentence", [
+    ("zoh", BILINEAR, "the discretisation is the bilinear transform, where the contract has zero-order hold: "),
+    ("bilinear", ZOH, "the discretisation is zero-order hold, where the contract has the bilinear transform: "),
+    ("bilinear", FLIPPED, "the discretisation is the bilinear transform with the sign of Delta flipped, where the "
+                          "contract has the bilinear transform: "),
+    ("zoh", lambda z, d, Lam: (1 + z, d + 0 * z), "the discretisation is forward Euler, where the contract has "
+                                                   "zero-order hold: "),
+    ("zoh", lambda z, d, Lam: (1 / (1 - z), d / (1 - z)), "the discretisation is backward Euler, where the contract "
+                                                           "has zero-order hold: "),
+])
+def test_the_discretisation_is_named_in_the_words_a_user_reads(contract, rule, sentence):
+    """Each rule by its own name and the contract's by its: swapping two rules' words fails here."""
+    result = conform.run(s5_rule({contract: rule}), "s5", ("float64",), (16,), sets={"discretization": contract},
+                         long_length=0, very_long_length=0)
+    words = next(d.words for d in result.diagnoses() if d.key == "discretisation")
+    assert words.startswith(sentence), words
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -23,10 +23,11 @@ def loaded(layer, params):
 
 
 def as_call(layer, dtype):
-    """linrnn's protocol: call(u, state=None) -> (y, state); u a NumPy array, or a tensor for the gradient."""
-    def call(u, state=None):
+    """linrnn's protocol: call(u, state=None, lengths=None, segments=None) -> (y, state); u a NumPy array, or a
+    tensor for the gradient; lengths (B,) of padded rows, segments (B, L) of packed sequences."""
+    def call(u, state=None, lengths=None, segments=None):
         x = u if torch.is_tensor(u) else torch.as_tensor(u)
-        y, state = layer(x.to(dtype), state)
+        y, state = layer(x.to(dtype), state, lengths, segments)
         return (y if torch.is_tensor(u) else y.detach().numpy()), state
     return call
 

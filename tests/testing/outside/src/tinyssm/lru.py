@@ -3,7 +3,7 @@
 import torch
 from torch import nn
 
-from tinyssm.scan import diagonal_scan
+from tinyssm.scan import diagonal_scan, packing
 
 
 class LRU(nn.Module):
@@ -29,17 +29,22 @@ class LRU(nn.Module):
     def input_matrix(self) -> torch.Tensor:
         return torch.exp(self.gamma_log)[:, None] * torch.complex(self.B_re, self.B_im)
 
-    def forward(self, u: torch.Tensor, state: torch.Tensor | None = None):
-        """u (B, L, H) -> (y (B, L, H), the state after the last position (B, N); None when bidirectional)."""
+    def forward(self, u: torch.Tensor, state: torch.Tensor | None = None, lengths=None, segments=None):
+        """u (B, L, H) -> (y (B, L, H), the state after the last position (B, N); None when bidirectional, or with
+        lengths (B,) of padded rows or segments (B, L) of packed sequences, each computed as if alone)."""
+        u, valid, starts = packing(u, lengths, segments)
         lam, B = self.eigenvalues(), self.input_matrix()
         bu = u.to(B.dtype) @ B.T
         x = torch.zeros(u.shape[0], lam.shape[0], dtype=lam.dtype) if state is None else state
-        xs = diagonal_scan(lam, bu, x)
+        xs = diagonal_scan(lam, bu, x, starts=starts)
         y = (xs @ torch.complex(self.C_re, self.C_im).T).real + self.D * u
-        if not self.bidirectional:
-            return y, xs[:, -1]
-        back = diagonal_scan(lam, bu, torch.zeros_like(x), reverse=True)
-        return y + (back @ torch.complex(self.C_re_rev, self.C_im_rev).T).real, None
+        if self.bidirectional:
+            back = diagonal_scan(lam, bu, torch.zeros_like(x), reverse=True, starts=starts)
+            y = y + (back @ torch.complex(self.C_re_rev, self.C_im_rev).T).real
+        if valid is not None:
+            y = y * valid
+        packed = self.bidirectional or lengths is not None or segments is not None
+        return y, (None if packed else xs[:, -1])
 
     def step(self, u_t: torch.Tensor, state: torch.Tensor | None = None):
         """One position: u_t (B, H) -> (y_t (B, H), the new state)."""

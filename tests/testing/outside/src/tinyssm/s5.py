@@ -3,7 +3,7 @@
 import torch
 from torch import nn
 
-from tinyssm.scan import diagonal_scan
+from tinyssm.scan import diagonal_scan, packing
 
 CLIP_RE = -1e-4          # clip_eigs: Re(Lambda) <= -1e-4 in the forward pass
 
@@ -43,14 +43,19 @@ class S5(nn.Module):
         half = lam * step / 2
         return (1 + half) / (1 - half), (step / (1 - half))[:, None] * B
 
-    def forward(self, u: torch.Tensor, state: torch.Tensor | None = None):
-        """u (B, L, H) -> (y (B, L, H), the state after the last position (B, N); None when bidirectional)."""
+    def forward(self, u: torch.Tensor, state: torch.Tensor | None = None, lengths=None, segments=None):
+        """u (B, L, H) -> (y (B, L, H), the state after the last position (B, N); None when bidirectional, or with
+        lengths (B,) of padded rows or segments (B, L) of packed sequences, each computed as if alone)."""
+        u, valid, starts = packing(u, lengths, segments)
         lam, B = self.discretize()
         bu = u.to(B.dtype) @ B.T
         x = torch.zeros(u.shape[0], lam.shape[0], dtype=lam.dtype) if state is None else state
-        xs = diagonal_scan(lam, bu, x)
+        xs = diagonal_scan(lam, bu, x, starts=starts)
         y = 2 * (xs @ torch.complex(self.C_re, self.C_im).T).real + self.D * u
-        if not self.bidirectional:
-            return y, xs[:, -1]
-        back = diagonal_scan(lam, bu, torch.zeros_like(x), reverse=True)
-        return y + 2 * (back @ torch.complex(self.C_re_rev, self.C_im_rev).T).real, None
+        if self.bidirectional:
+            back = diagonal_scan(lam, bu, torch.zeros_like(x), reverse=True, starts=starts)
+            y = y + 2 * (back @ torch.complex(self.C_re_rev, self.C_im_rev).T).real
+        if valid is not None:
+            y = y * valid
+        packed = self.bidirectional or lengths is not None or segments is not None
+        return y, (None if packed else xs[:, -1])
