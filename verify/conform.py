@@ -82,6 +82,9 @@ BUILTINS: dict[str, tuple[str, str]] = {
     "recurrentgemma": ("linrnn.verify.conform_jax", "recurrentgemma"),
     "mamba-ssm-ref": ("linrnn.verify.conform_peers_torch", "mamba_ssm_ref"),
     "mamba-ssm": ("linrnn.verify.conform_peers_torch", "mamba_ssm"),
+    "fla-hgrn-naive": ("linrnn.verify.conform_peers_torch", "fla_hgrn_naive"),
+    "fla-hgrn": ("linrnn.verify.conform_peers_torch", "fla_hgrn"),
+    "mambapy": ("linrnn.verify.conform_peers_torch", "mambapy"),
     "linrnn-torch": ("linrnn.verify.conform_torch", "linrnn_torch"),
     "linrnn-jax": ("linrnn.verify.conform_jax", "linrnn_jax"),
     "linrnn-torch-scan": ("linrnn.verify.conform_peers_torch", "linrnn_torch_scan"),
@@ -134,6 +137,20 @@ PEERS: dict[str, PeerInfo] = {
     "mamba-ssm": PeerInfo("mamba-ssm", "mamba_ssm", ("scan",),
                           "`selective_scan_fn`, mamba-ssm's fused CUDA kernel (float32 only, on a CUDA device)",
                           "one package with mamba-ssm-ref, written to check this kernel"),
+    "fla-hgrn-naive": PeerInfo("fla-core", "fla", ("scan",),
+                               "`fla.ops.hgrn.naive.naive_recurrent_hgrn`, HGRN's reference loop (real decays "
+                               "exp(g_t); float32 only)",
+                               "flash-linear-attention's (fla-org) reference its HGRN kernels are tested against: one "
+                               "package with fla-hgrn"),
+    "fla-hgrn": PeerInfo("fla-core", "fla", ("scan",),
+                         "`fla.ops.hgrn.fused_recurrent_hgrn`, HGRN's fused Triton kernel (float32 only; Triton's "
+                         "interpreter on the CPU)",
+                         "one package with fla-hgrn-naive, written to check this kernel; its `chunk_hgrn` is not a "
+                         "target: Triton 3.9's interpreter fails on it (InterpreterError: mask has unsupported dtype)"),
+    "mambapy": PeerInfo("mambapy", "mambapy", ("scan",),
+                        "`mambapy.pscan.pscan`, a Blelloch scan in PyTorch, the length padded to a power of two",
+                        "alxndrTL/mamba.py: written apart from mamba-ssm (its scan is its own; its Mamba block follows "
+                        "mamba-ssm's selective_scan_ref); shares no code with the other targets"),
 }
 def own_models(target: str) -> tuple[str, ...]:
     """The contracts this project's own target implements: every recurrent model registered (its spec), or the scan."""

@@ -52,24 +52,28 @@ import types
 import numpy as np
 import torch
 
-from linrnn.impls.errors import LinrnnError
-from linrnn.impls.torch.layer import torch_dtype
-from linrnn.impls.torch.scan import chunked, complex_dtype
+# Triton's interpreter runs accelerated-scan's and fla-core's kernels on the CPU; it must be chosen before triton is
+# imported (lrnnx imports it too, and so does the project's PyTorch side, through torch's compiler), so here, after
+# torch (which does not import triton) and before anything else
+if not torch.cuda.is_available() and "triton" not in sys.modules:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from linrnn.impls.errors import LinrnnError  # noqa: E402  (after the interpreter's switch)
+from linrnn.impls.torch.layer import torch_dtype  # noqa: E402
+from linrnn.impls.torch.scan import chunked, complex_dtype  # noqa: E402
 
 SEED = 0                   # the peers' own initialisation of what the contract does not set
 LRNNX_EXTENSIONS = ("selective_scan_cuda", "simplified_scan_cuda")
 IMPORTS = {"lrnnx": "lrnnx.models.lti", "accelerated-scan": "accelerated_scan.scalar",
            "accelerated-scan-ref": "accelerated_scan.ref",
-           "torch-associative-scan": "torch._higher_order_ops.associative_scan"}
+           "torch-associative-scan": "torch._higher_order_ops.associative_scan",
+           "fla-hgrn-naive": "fla.ops.hgrn.naive", "fla-hgrn": "fla.ops.hgrn.fused_recurrent",
+           "mambapy": "mambapy.pscan"}
 INSTALL = "install linrnn[peers] (pip install 'linrnn[peers]'; docs/conform.md says how)"
 
-# Triton's interpreter runs accelerated-scan's kernels on the CPU; it must be chosen before triton is imported
-# (lrnnx imports it too), so here, when this module is imported, before any peer.
-if not torch.cuda.is_available() and "triton" not in sys.modules:
-    os.environ.setdefault("TRITON_INTERPRET", "1")
 
-__all__ = ["accelerated_scan", "accelerated_scan_ref", "linrnn_torch_scan", "lrnnx", "mamba_missing", "mamba_ssm",
-           "mamba_ssm_ref", "missing_reason", "torch_associative_scan"]
+__all__ = ["accelerated_scan", "accelerated_scan_ref", "fla_hgrn", "fla_hgrn_naive", "linrnn_torch_scan", "lrnnx",
+           "mamba_missing", "mamba_ssm", "mamba_ssm_ref", "mambapy", "missing_reason", "torch_associative_scan"]
 
 
 def _import(name: str):
@@ -77,7 +81,8 @@ def _import(name: str):
         for ext in LRNNX_EXTENSIONS:                     # stand-ins for its CUDA extensions, where not built
             if ext not in sys.modules and importlib.util.find_spec(ext) is None:
                 sys.modules.setdefault(ext, types.ModuleType(ext))
-    if name == "accelerated-scan" and not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1":
+    if name in ("accelerated-scan", "fla-hgrn") and not torch.cuda.is_available() and \
+            os.environ.get("TRITON_INTERPRET") != "1":
         raise ImportError("its Triton kernels run on the CPU only in Triton's interpreter, and triton was imported "
                           "before TRITON_INTERPRET=1 was set: set it before Python starts")
     with contextlib.redirect_stdout(io.StringIO()):          # lrnnx prints a notice about its kernels on import
@@ -242,11 +247,31 @@ def _where(device: str | None) -> str:
     return device or ("cuda" if torch.cuda.is_available() else torch.get_default_device().type)
 
 
+def _mamba_module():
+    """mamba-ssm's `selective_scan_interface`. Installed without its CUDA build (`MAMBA_SKIP_CUDA_BUILD=TRUE
+    MAMBA_FORCE_BUILD=TRUE pip install --no-deps --no-build-isolation mamba-ssm`), its compiled `selective_scan_cuda`
+    is absent: an empty module stands in for it (`selective_scan_ref` never calls it), as for lrnnx's. Its package's
+    `__init__` imports its models (huggingface_hub, transformers), which the scan needs none of: the package is
+    entered by its path, without that `__init__`."""
+    if MAMBA_MODULE in sys.modules:
+        return sys.modules[MAMBA_MODULE]
+    if "mamba_ssm" not in sys.modules:
+        spec = importlib.util.find_spec("mamba_ssm")
+        if spec is None or not spec.submodule_search_locations:
+            raise ModuleNotFoundError("No module named 'mamba_ssm'", name="mamba_ssm")
+        package = types.ModuleType("mamba_ssm")
+        package.__path__ = list(spec.submodule_search_locations)
+        sys.modules["mamba_ssm"] = package
+    if importlib.util.find_spec("selective_scan_cuda") is None:
+        sys.modules.setdefault("selective_scan_cuda", types.ModuleType("selective_scan_cuda"))
+    return importlib.import_module(MAMBA_MODULE)
+
+
 def mamba_missing(name: str = "mamba-ssm-ref", device: str | None = None) -> str | None:
     """None when target `name`'s function of mamba-ssm can run here (on `device`), else why not, in one line:
     `MAMBA_ABSENT` itself where the package is not installed."""
     try:
-        module = importlib.import_module(MAMBA_MODULE)
+        module = _mamba_module()
     except Exception as err:                   # an install whose CUDA extension does not load fails in its own ways
         if isinstance(err, ModuleNotFoundError) and (err.name or "").partition(".")[0] == "mamba_ssm":
             return MAMBA_ABSENT
@@ -284,7 +309,7 @@ def _mamba_scan(name: str, config: dict, dtype: str, device: str):
     why = mamba_missing(name, device)
     if why:
         raise LinrnnError(f"{name}: {why}")
-    scan = getattr(importlib.import_module(MAMBA_MODULE), MAMBA_FUNCTIONS[name])
+    scan = getattr(_mamba_module(), MAMBA_FUNCTIONS[name])
 
     def call(a, b):
         a, b = np.asarray(a), np.asarray(b)                  # (B L D)
@@ -343,3 +368,68 @@ def _mamba_complex(scan, a: np.ndarray, b: np.ndarray, device: str) -> np.ndarra
              D=None, z=None, delta_bias=None, delta_softplus=False)
     y = np.swapaxes(y.double().cpu().numpy(), 1, 2)                            # (B L 2D)
     return y[..., :D] + 1j * y[..., D:]
+
+
+# -- fla-core's HGRN and mambapy ------------------------------------------------------------------------------------
+
+def _positive(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A real scan with positive transitions only: (|a_t|, s_t b_t, s_t), s_t = sign(a_1 ... a_t) along L; the scan
+    of |a| and s b, times s, is the scan of a and b (the signs flip, they do not round)."""
+    s = np.cumprod(np.sign(a), axis=1)
+    return np.abs(a), s * b, s
+
+
+def _hgrn(scan, config: dict, why: str, dtype: str):
+    """The scan contract on HGRN's `h_t = exp(g_t) h_{t-1} + x_t` (B T D): g = log|a|, x = s b, out s h."""
+    if dtype != "float32":
+        raise NotImplementedError(f"it computes in float32 only: {why}")
+    if config["complex"]:
+        raise NotImplementedError("HGRN's decay exp(g_t) is real")
+
+    def call(a, b):
+        if config["reverse"]:                          # it has no backward scan: reversed in and out
+            a, b = a[:, ::-1], b[:, ::-1]
+        mag, sb, s = _positive(a, b)
+        if np.any(mag == 0):
+            raise NotImplementedError("a_t = 0: log|a_t| is -inf")
+        h, _ = scan(torch.tensor(sb, dtype=torch.float32), torch.tensor(np.log(mag), dtype=torch.float32))
+        x = s * h.double().numpy()
+        return x[:, ::-1] if config["reverse"] else x
+
+    return call
+
+
+def fla_hgrn_naive(bundle: dict, config: dict, dtype: str = "float64"):
+    """fla-core's `naive_recurrent_hgrn(x, g)`, its reference loop (float32: it casts x and g with .float())."""
+    return _hgrn(_import("fla-hgrn-naive").naive_recurrent_hgrn, config,
+                 "naive_recurrent_hgrn casts x and g with .float()", dtype)
+
+
+def fla_hgrn(bundle: dict, config: dict, dtype: str = "float64"):
+    """fla-core's `fused_recurrent_hgrn(x, g)`, its Triton kernel (Triton's interpreter on the CPU, where its
+    autotuner keeps its first configuration: the interpreter has no driver to time the others with)."""
+    module = _import("fla-hgrn")
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        for name in dir(module):
+            kernel = getattr(module, name)
+            while kernel is not None:
+                if type(kernel).__name__ == "Autotuner":
+                    kernel.configs = kernel.configs[:1]
+                kernel = getattr(kernel, "fn", None)
+    return _hgrn(module.fused_recurrent_hgrn, config,
+                 "its Triton kernel loads x and g as float32 and accumulates in float32", dtype)
+
+
+def mambapy(bundle: dict, config: dict, dtype: str = "float64"):
+    """mambapy's `pscan(A, X)` (a Blelloch scan in PyTorch over (B L D N), the length padded to a power of two):
+    N = 1; reverse: the sequence reversed in and out (its `pscan_rev` is its backward pass's, not a forward API)."""
+    pscan = _import("mambapy").pscan
+
+    def call(a, b):
+        a, b = _tensors(a, b, dtype)
+        if config["reverse"]:
+            a, b = a.flip(1), b.flip(1)
+        x = pscan(a[..., None].contiguous(), b[..., None].contiguous())[..., 0]
+        return _out(x.flip(1) if config["reverse"] else x)
+
+    return call

@@ -18,7 +18,8 @@ elsewhere its two targets are listed as not run here, with that reason.
 The very long check (`VERY_LONG`) is left out of every run here; `linrnn conform` runs it.
 
 `quick` leaves out `linrnn-jax` (JAX compiles each shape and config of the battery, about 10 s per kind and
-dtype on a 2-core CPU) and `accelerated-scan` (Triton's interpreter runs its kernels, about 90 s).
+dtype on a 2-core CPU), `accelerated-scan` (Triton's interpreter runs its kernels, about 90 s) and `fla-hgrn`
+(the same, about 12 s).
 """
 
 from __future__ import annotations
@@ -36,13 +37,15 @@ SEED = 0
 VERY_LONG = 0
 PEER_RUNS = (("lru-pytorch", "lru"), ("s5-pytorch", "s5"), ("s5-pytorch", "lru"), ("lrnnx", "lru"), ("lrnnx", "s5"),
              ("accelerated-scan", "scan"), ("accelerated-scan-ref", "scan"), ("torch-associative-scan", "scan"),
-             ("recurrentgemma", "scan"), ("mamba-ssm-ref", "scan"), ("mamba-ssm", "scan"))
+             ("recurrentgemma", "scan"), ("mamba-ssm-ref", "scan"), ("mamba-ssm", "scan"), ("fla-hgrn-naive", "scan"),
+             ("fla-hgrn", "scan"), ("mambapy", "scan"))
 OWN_TARGETS = ("linrnn-torch", "linrnn-jax")
 OWN_SCANS = ("linrnn-torch-scan", "linrnn-jax-scan")
 QUICK_OMITTED = {"linrnn-jax": "JAX compiles each shape and config of the battery (about 10 s per kind and dtype "
                                "on a 2-core CPU); it runs in the full report",
                  "accelerated-scan": "Triton's interpreter runs its kernels on the CPU (about 90 s); it runs in the "
-                                     "full report"}
+                                     "full report",
+                 "fla-hgrn": "Triton's interpreter runs its kernel on the CPU (about 12 s); it runs in the full report"}
 
 
 def findings(run_: dict) -> dict:

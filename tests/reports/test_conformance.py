@@ -26,7 +26,8 @@ FINDINGS = {("lru-pytorch", "lru"): ("D is applied as a dense matrix, not elemen
             ("accelerated-scan-ref", "scan"): (),
             ("torch-associative-scan", "scan"): (),
             ("recurrentgemma", "scan"): ("computes in float32 only",),
-            ("mamba-ssm-ref", "scan"): (), ("mamba-ssm", "scan"): ()}     # where installed (a GPU machine)
+            ("mamba-ssm-ref", "scan"): (), ("mamba-ssm", "scan"): (),     # mamba-ssm: where installed (a GPU machine)
+            ("fla-hgrn-naive", "scan"): (), ("mambapy", "scan"): ()}      # fla-hgrn: left out of the quick report
 OWN_SCANS = {("linrnn-torch-scan", "scan"), ("linrnn-jax-scan", "scan")}
 
 

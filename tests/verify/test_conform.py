@@ -7,7 +7,10 @@ Each planted target is the float64 reference plus one bug, written here; conform
 from __future__ import annotations
 
 import inspect
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -578,6 +581,49 @@ def test_the_peers_are_listed_with_package_and_lineage(cli):
     for name, info in conform.PEERS.items():
         line = next(x for x in out.splitlines() if x.startswith(name + " "))
         assert (f"{info.distribution} " in line) or "not runnable here" in line, line
+
+
+@pytest.mark.parametrize("name, dtypes", [("fla-hgrn-naive", ("float32",)), ("mambapy", ("float64", "float32"))])
+def test_fla_core_hgrn_and_mambapy_as_known(name, dtypes):
+    """Measured (seed 0, lengths 1 7 16, long L = 4096, very long L = 65537 in float32): each conforms wherever the
+    scan contract can be expressed; HGRN's decay exp(g_t) is real (complex: n/a) and both of fla-core's compute in
+    float32 (float64: n/a, with why). fla-hgrn runs its Triton kernel in Triton's interpreter (12 s at the default
+    lengths, 40 s for the very long check); here short lengths keep the test quick."""
+    peer_or_skip(name)
+    result = conform.run(name, "scan", lengths=(1, 8), long_length=64)
+    assert result.ok, conform.format_result(result)
+    ran = {c.dtype for c in result.checks if c.status == "pass"}
+    assert ran == set(dtypes), conform.format_result(result)
+    if name.startswith("fla"):
+        assert all("computes in float32 only" in c.detail for c in result.checks if c.dtype == "float64")
+        assert {c.name for c in result.checks if c.status == "n/a" and c.dtype == "float32"} == \
+            {n for n in (c.name for c in result.checks) if "complex=true" in n}
+
+
+def test_fla_core_hgrn_kernel_in_tritons_interpreter():
+    """fla-hgrn in a process of its own: Triton's interpreter must be chosen before triton is imported, which this test
+    process has done (through torch's compiler). Its float32 checks conform; float64 and complex a are n/a."""
+    peer_or_skip("fla-hgrn-naive")                             # the same package; fla-hgrn needs the interpreter
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    run = subprocess.run([sys.executable, "-m", "linrnn", "conform", "fla-hgrn", "--model", "scan", "--lengths", "1",
+                          "8", "--long", "64", "--very-long", "0"], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "\nconforms: every applicable check within the tolerance table" in run.stdout, run.stdout
+    assert "pass lengths 1-8 (float32)" in run.stdout and "n/a  variant complex=true (float32): not supported by the " \
+        "target: HGRN's decay exp(g_t) is real" in run.stdout, run.stdout
+
+
+def test_mamba_ssms_own_reference_as_known():
+    """Measured with mamba-ssm 2.3.2.post1 installed without its CUDA build (docs/conform.md): its real
+    `selective_scan_ref` conforms in float32 wherever the scan contract can be expressed (a complex a_t that changes
+    with t cannot), float64 n/a; the very long check too (1.7e-6 against 3.8e-2 at L = 65537, run by hand)."""
+    peer_or_skip("mamba-ssm-ref")
+    result = conform.run("mamba-ssm-ref", "scan", lengths=(1, 8), long_length=64)
+    assert result.ok, conform.format_result(result)
+    assert {c.name for c in result.checks if c.status == "n/a" and c.dtype == "float32"} == \
+        {"variant complex=true", "variant complex=true, reverse=true"}
+    assert sum(c.status == "pass" for c in result.checks) == 11      # 2 lengths, 2 radii, long, 1-8, 5 variants
 
 
 def test_mamba_ssm_where_it_is_absent_is_one_line_saying_why(cli):
