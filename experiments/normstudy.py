@@ -5,8 +5,10 @@
 One training run of a RotRNN or an LRU deep model with the torch backend, measured every few steps on
 one fixed validation batch: each block's mixer input (a forward hook), the state trajectory computed
 from it by the float64 reference, and, after every optimiser step, the LRU's gamma_log drift (R9) and
-the orthogonality of RotRNN's P (R1). The section's docstring states what is recorded and why; the
-verdicts are the report's (`linrnn.reports.ledger`), computed from these measurements when it renders.
+the orthogonality of RotRNN's P (R1). The section's docstring states what is recorded and why.
+
+The rules that settle R8, R9 and R1 from these measurements are at the end (`settle_r8`, `settle_r9_training`,
+`settle_r1_training`); the ledger (`linrnn.reports.ledger`) calls them when the report renders.
 """
 
 from __future__ import annotations
@@ -314,3 +316,70 @@ def study(quick: bool, progress, setup: dict | None = None) -> tuple[dict, dict]
         r["losses"] = thin(r["losses"], points=50)
     return ({"runs": records, "table": table, "across": across},
             {**setup, "models": list(MODELS), "settle_band": SETTLE_BAND})
+
+
+# -- the rules (R8, R9, R1 on the section's measurements) ---------------------------------------------------
+
+def norms_scale(config: dict) -> str:
+    from linrnn.experiments.evidence import count
+
+    return (f"task {config['task']} at L = {config['length']} (the paper: LRA ListOps, not available here), "
+            f"{config['n_layers']} blocks, H = {config['d_model']}, {config['steps']} steps of batch "
+            f"{config['batch_size']}, {count(len(config['seeds']), 'seed')}, torch float32")
+
+
+def few_words(scope: str) -> str:
+    """A section's scale in a few words, from its scope (`norms_scale`, `tasks_scale`): the length, steps, seeds."""
+    picked = [w.split(" (")[0] for w in scope.split(", ") if any(k in w for k in ("L = ", "steps", "seeds"))]
+    return ", ".join(picked)
+
+
+def settle_r8(data: dict, scale: str = "") -> list:
+    """R8 on the norms section (CumSum): `evidence.flatter_by_layer` on the per-seed CVs; the spread across layers
+    and seeds at the end of training is reported beside it (it decides nothing)."""
+    from dataclasses import replace
+
+    from linrnn.experiments.evidence import flatter_by_layer, num
+
+    table = data["table"]
+    layers = sorted({r["layer"] for r in table})
+    cvs = {(r["model"], r["layer"]): [num(v) for v in r["cv"]] for r in table}
+    parts = [replace(p, scale=few_words(scale)) for p in flatter_by_layer(cvs, layers, "training (norms)", scale)]
+    across = {m: num(v) for m, v in data["across"].items()}
+    beside = (f". Beside it (deciding nothing), the CV across layers and seeds of the end-of-training norms: "
+              f"RotRNN {across['rotrnn']:.3g} vs LRU {across['lru']:.3g}")
+    return [replace(parts[0], evidence=parts[0].evidence + beside)] + parts[1:]
+
+
+def settle_r9_training(data: dict, scale: str = "") -> list:
+    """R9 measured: the LRU's gamma_log drifts away from log sqrt(1 - |lambda|^2) by more than DRIFT_FACTOR times
+    its float32 rounding floor at initialisation."""
+    from linrnn.experiments.evidence import DRIFT_FACTOR, Part, num
+
+    runs = [r for r in data["runs"] if r["model"] == "lru"]
+    final_max = max(num(m[-1]) for r in runs for m in r["drift"]["max"])
+    floor = max(num(r["drift"]["rounding_floor"]) for r in runs)
+    verdict = "verified" if final_max > DRIFT_FACTOR * floor else "inconclusive"
+    text = (f"after training, |gamma_log - log sqrt(1 - |lambda|^2)| reaches {final_max:.3g} (max over modes, layers "
+            f"and seeds); at initialisation {floor:.2g} (float32 rounding): nothing in the LRU keeps its input scaling "
+            f"tied to |lambda| (threshold: {DRIFT_FACTOR:g} x the rounding floor)")
+    return [Part("training (norms)", verdict, text, scale, test="numeric", scale=few_words(scale), n=(len(runs),),
+                 effect=final_max)]
+
+
+def settle_r1_training(data: dict, scale: str = "") -> list:
+    """R1 measured: P = expm(M - M^T) from the trained M stays orthogonal within the float64 tolerance."""
+    from linrnn.experiments.evidence import Part, num
+
+    runs = [r for r in data["runs"] if r["model"] == "rotrnn"]
+    worst = [r["orthogonality"]["worst"] for r in runs]
+    ratio = max(num(w["max_ratio"]) for w in worst)
+    error = max(num(w["max_error"]) for w in worst)
+    f32 = max(num(w["max_error_float32"]) for w in worst)
+    checked = sum(w["steps_checked"] for w in worst)
+    verdict = "inconclusive" if math.isnan(ratio) else ("verified" if ratio <= 1.0 else "contradicted")
+    text = (f"max |P^T P - I| = {error:.3g} over every head and layer after each of {checked} parameter states "
+            f"({len(runs)} seeds), P = expm(M - M^T) in float64 from the trained M: {ratio:.3g} of its tolerance "
+            f"(float64 expm_orthogonality); the float32 P used in training: {f32:.3g}")
+    return [Part("training (norms)", verdict, text, scale, test="numeric", scale=few_words(scale), n=(checked,),
+                 effect=ratio)]

@@ -19,6 +19,10 @@ own numbers on known inputs and by simulation (the false-decision rate at 3 seed
     exponent(lengths, times, b) the exponent of time against L fitted by least squares on log-log over
                                 repeated, interleaved timings, with its interval; it is below b when the
                                 one-sided upper bound is
+    exponent_clustered(...)     the same fit with each round a cluster (statsmodels' cluster-robust
+                                covariance, t with rounds - 1 degrees of freedom) and the median of the
+                                per-round Theil-Sen slopes beside it: timings of one round share the
+                                machine's load, so they are not independent
 
 A test never decides with fewer than `MIN_SEEDS` values per arm where its error comes from the seeds: with
 2 seeds the standard error has 1 degree of freedom, and a 2-standard-error rule then errs about 30 % of
@@ -290,3 +294,36 @@ def exponent(lengths: Sequence[float], times: Sequence[float], bound: float, alp
                 1 - 2 * alpha, margin=None, df=float(fit.df_resid),
                 note=f"one-sided p that the exponent is {word} {bound:g}; the interval's {end} end is its "
                      f"one-sided {100 * (1 - alpha):g} % bound")
+
+
+def exponent_clustered(lengths: Sequence[float], times: Sequence[float], rounds: Sequence[int], bound: float,
+                       alpha: float = ALPHA) -> Test:
+    """The exponent b of time = c L^b by least squares on log-log, its interval and one-sided p (b < bound) from
+    statsmodels' cluster-robust covariance with each interleaved round a cluster (t with clusters - 1 degrees of
+    freedom): the timings of one round share the machine's load at that moment, so a loaded round moves them
+    together and widens the interval instead of passing as many independent points. The note gives the median of
+    the per-round Theil-Sen slopes (SciPy), a statistic robust to one disturbed timing."""
+    import statsmodels.api as sm
+    from scipy.stats import theilslopes
+
+    L, t, alpha = _values("lengths", lengths, 3), _values("times", times, 3), _check_alpha(alpha)
+    groups = np.asarray(rounds)
+    if len(L) != len(t) or len(groups) != len(L) or np.any(L <= 0) or np.any(t <= 0):
+        raise LinrnnError("exponent_clustered: expected as many positive times and round labels as positive lengths")
+    if len(np.unique(L)) < 3 or len(np.unique(groups)) < 3:
+        raise LinrnnError("exponent_clustered: expected timings at 3 or more lengths in 3 or more rounds")
+    x, y = np.log(L), np.log(t)
+    fit = sm.OLS(y, sm.add_constant(x)).fit(cov_type="cluster", cov_kwds={"groups": groups}, use_t=True)
+    slope = float(fit.params[1])
+    low, high = (float(v) for v in fit.conf_int(2 * alpha)[1])
+    two_sided = float(fit.t_test(([0.0, 1.0], bound)).pvalue)
+    p = two_sided / 2 if slope < bound else 1 - two_sided / 2
+    per_round = [float(theilslopes(y[groups == g], x[groups == g])[0]) for g in np.unique(groups)
+                 if len(np.unique(x[groups == g])) >= 2]
+    clusters = len(np.unique(groups))
+    return Test("least-squares exponent of time against L (log-log), rounds as clusters", (len(L),), slope,
+                (low, high), p, alpha, 1 - 2 * alpha, df=float(clusters - 1),
+                note=f"one-sided p that the exponent is below {bound:g}; the interval's high end is its one-sided "
+                     f"{100 * (1 - alpha):g} % bound; cluster-robust over {clusters} rounds; median of the per-round "
+                     f"Theil-Sen slopes {float(np.median(per_round)):.3f} (range {min(per_round):.3f} to "
+                     f"{max(per_round):.3f})")

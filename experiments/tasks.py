@@ -10,8 +10,10 @@ L and the number of steps are far smaller (the config says how much).
                                                final mse and r2, seconds_per_step, evaluations, train_loss);
                                                the positive control's runs carry "control": its name
 
-Only measurements: the thresholds and the verdict on D4 are the report's (`linrnn.reports.ledger`), so
-that `linrnn report --from` re-settles them from these rows.
+The data also holds the best trivial predictor of each task and length (`linrnn.tasks.trivial`), the bar an arm
+must clear to have learned. `settle_d4` decides D4 from these rows with the synthetic-tasks experiment's rule
+(`linrnn.experiments.synthetic_tasks.d4_parts`); the ledger calls it when the report renders, so `linrnn report
+--from` re-settles them.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ CONTROL = "context-shift-attention"
 
 
 def run(quick: bool, progress, sizes: dict | None = None) -> tuple[dict, dict]:
-    from linrnn.experiments.claims import CONTEXT_CONTROL
+    from linrnn.experiments.synthetic_tasks import CONTEXT_CONTROL
     from linrnn.tasks.grid import COMMON, WARMUP_FRACTION, model_defaults, run_grid
 
     sizes = sizes or (QUICK_SIZES if quick else SIZES)
@@ -44,7 +46,50 @@ def run(quick: bool, progress, sizes: dict | None = None) -> tuple[dict, dict]:
     rows += controls
     for row in rows:
         row.pop("run_dir")           # a deleted temporary directory
+    data = {"rows": rows, "trivial": trivial_baselines(rows)}
     config = {**sizes, "tasks": list(TASKS), "models": list(MODELS), "backend": BACKEND, "dtype": "float32",
               "common": COMMON, "warmup_fraction": WARMUP_FRACTION, "control": {"name": CONTROL, **control},
               "model_defaults": {m: model_defaults(m, sizes["length"]) for m in MODELS}}
-    return {"rows": rows}, config
+    return data, config
+
+
+def trivial_baselines(rows: list[dict]) -> list[dict]:
+    """The best trivial predictor of each task and length of the rows (`linrnn.tasks.trivial.synthetic_baseline`,
+    on the validation batches the grid's runs are scored on)."""
+    from linrnn.tasks.trivial import synthetic_baseline
+
+    out = []
+    for key in dict.fromkeys((r["task"], r["config"]["length"], r["config"]["eval_batches"] or 1,
+                              r["config"]["batch_size"]) for r in rows):
+        task, length, batches, batch = key
+        out.append({"task": task, "length": length, "eval_batches": batches, "batch_size": batch,
+                    **synthetic_baseline(task, length, 0, batches, batch)})
+    return out
+
+
+def tasks_scale(config: dict) -> str:
+    from linrnn.experiments.evidence import count
+
+    return (f"L = {config['length']} (paper: 4096, Shift up to 2^20), {config['steps']} steps "
+            f"(paper: 12 epochs of 14 400 samples), 1 layer, torch float32, {count(len(config['seeds']), 'seed')} "
+            f"({', '.join(map(str, config['seeds']))})")
+
+
+def settle_d4(data: dict, scale: str = "") -> list:
+    """D4 on the tasks section's rows: `d4_parts`, with the section's ContextShift control (its runs at L = 16 vouch
+    only for a DLR run at L = 16) and the section's trivial baselines."""
+    from dataclasses import replace
+
+    from linrnn.experiments.evidence import FAILS_R2
+    from linrnn.experiments.normstudy import few_words
+    from linrnn.experiments.synthetic_tasks import d4_parts
+
+    rows = [{**r, "value": r.get("r2"), "metric": "r2"} for r in data["rows"]]
+    controls = [r for r in rows if r.get("control")]
+    stored = {"runs": rows, "trivial": data.get("trivial") or [],
+              "controls": [{"name": controls[0]["control"], "task": "context_shift", "bar": FAILS_R2,
+                            "setting": "ContextShift with attention", "select": {"control": controls[0]["control"]}}]
+              if controls else []}
+    arms = [r for r in rows if not r.get("control")]
+    return [replace(p, scope=scale, scale=p.scale or few_words(scale)) for p in d4_parts(stored, arms,
+                                                                                         "training (tasks)", "")]

@@ -36,7 +36,7 @@ import math
 import os
 import types
 import typing
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, Union
 
@@ -121,6 +121,9 @@ class ExperimentRecord(Record):
     complete: bool
     controls: list
     runs: list
+    # the best trivial predictor of each task, length and data set of the runs (`linrnn.tasks.trivial`): the bar
+    # an arm must clear to have learned; empty in records written before it was measured
+    trivial: list = field(default_factory=list)
     envelope: Envelope | None = None
 
 

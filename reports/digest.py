@@ -66,7 +66,8 @@ def build(results: list[dict], ledger_rows: list[dict]) -> dict[str, Any]:
 
 def claims(rows: list[dict]) -> list[dict]:
     return [{"id": r["id"], "short": SHORT.get(r["id"], r["claim"]), "claim": r["claim"], "verdict": r["verdict"],
-             "scale": r.get("scale") or "", "rank": RANK.get(r["verdict"], 0), "links": list(r.get("links") or [])}
+             "scale": r.get("scale") or "", "settle": r.get("settle") or "", "rank": RANK.get(r["verdict"], 0),
+             "links": list(r.get("links") or [])}
             for r in rows]
 
 
@@ -244,6 +245,13 @@ def _why(c: dict) -> str:
     return "; ".join(d.split(":")[0] for d in c["diagnoses"])
 
 
+def _settle_short(text: str, width: int = 140) -> str:
+    """A claim's "what would settle it" in one table cell: cut at a word, the page has the rest."""
+    if not text:
+        return "-"
+    return text if len(text) <= width else text[:width].rsplit(" ", 1)[0] + " ..."
+
+
 def markdown(digest: dict, *, rendered: str, files: int, quick: bool, against: str | None = None,
              changed: dict | None = None) -> str:
     """report.md: GitHub-flavoured Markdown, at most about 80 lines (the claims table, the cross-check's result
@@ -262,9 +270,10 @@ def markdown(digest: dict, *, rendered: str, files: int, quick: bool, against: s
         if len(items) > MAX_MARKDOWN_CHANGES:
             lines.append(f"- and {len(items) - MAX_MARKDOWN_CHANGES} more (the page lists them all)")
         lines.append("")
-    lines += ["## Claims", "", "| claim | in a few words | verdict | scale |", "|---|---|---|---|"]
-    lines += [f"| {c['id']} | {_md(c['short'])} | **{_md(c['verdict'])}** | {_md(c['scale'] or '-')} |"
-              for c in digest["claims"]]
+    lines += ["## Claims", "", "| claim | in a few words | verdict | scale | what would settle it |",
+              "|---|---|---|---|---|"]
+    lines += [f"| {c['id']} | {_md(c['short'])} | **{_md(c['verdict'])}** | {_md(c['scale'] or '-')} | "
+              f"{_md(_settle_short(c['settle']))} |" for c in digest["claims"]]
     lines += ["", "## Cross-check", ""]
     cc = digest["crosscheck"]
     if not cc["present"]:

@@ -212,10 +212,18 @@ def ledger_text(rows: list[dict]) -> str:
     lines = []
     for r in rows:
         lines.append(f"{r['id']:<3} {r['verdict'].upper()}: {r['claim']}" + (f" [{r['scale']}]" if r.get("scale") else ""))
+        quote = r.get("quote")
+        if quote:
+            lines.extend(textwrap.wrap(f"the paper ({quote['source']}): {quote['english']}", 110, initial_indent="    ",
+                                       subsequent_indent="      "))
         for p in r["parts"]:
-            text = (f"{p['source']}" + (f", {p['part']}" if p.get("part") else "") + f" [{p['verdict']}]: "
+            text = (f"{p['source']}" + (f", {p['part']}" if p.get("part") else "")
+                    + f" [{p['verdict']}{'' if p.get('decides', True) else ', side finding: not deciding'}]: "
                     f"{p['evidence']}" + (f" (scope: {p['scope']})" if p["scope"] else ""))
             lines.extend(textwrap.wrap(text, 110, initial_indent="    ", subsequent_indent="      "))
+        if r.get("settle"):
+            lines.extend(textwrap.wrap(f"what would settle it: {r['settle']}", 110, initial_indent="    ",
+                                       subsequent_indent="      "))
         if r.get("untested"):
             lines.extend(textwrap.wrap("not tested here: " + "; ".join(r["untested"]), 110, initial_indent="    ",
                                        subsequent_indent="      "))

@@ -47,11 +47,18 @@ def format_table(results: Sequence) -> str:
         verdict = r.verdict + (" (partly)" if r.partly else "")
         summary = textwrap.shorten(_summary(r), _SUMMARY_WIDTH, placeholder=" ...")
         lines.append(f"{r.claim:<6}{verdict:<16}{'/'.join(map(str, counts)):<8}{r.seconds:>6.1f}s  {summary}")
-    failing = [(r.claim, f) for r in results for f in r.findings if f.verdict == "fails"]
+    failing = [(r.claim, f) for r in results for f in r.deciding if f.verdict == "fails"]
     if failing:
         lines += ["", "failing parts (exact conditions):"]
         for claim, f in failing:
             lines.append(textwrap.fill(f"{claim}: {f.statement} -- FAILS when: {f.condition}", 100,
+                                       subsequent_indent="    "))
+    beside = [(r.claim, f) for r in results for f in r.findings if f.side]
+    if beside:
+        lines += ["", "side findings (another setting than the claim speaks of; not in its verdict):"]
+        for claim, f in beside:
+            lines.append(textwrap.fill(f"{claim}: {f.statement} -- {f.verdict.upper()}"
+                                       + (f" when: {f.condition}" if f.condition else ""), 100,
                                        subsequent_indent="    "))
     return "\n".join(lines)
 

@@ -129,11 +129,15 @@ def derive_d2(quick: bool = False, seed: int = 11) -> ClaimResult:
         best = float(survival_fraction(dt_min, L))  # the slowest-decaying mode of the range
         witness[f"{name}_best_survival"] = best
         witness[f"{name}_log10_best_survival"] = float(log10_survival(dt_min, L))
+        # the claim speaks of eigenvalues near the unit circle: the synthetic-task initialisation (Delta = 1e-5) is
+        # that; the default one (Delta >= 1e-4) is another setting, whose finding is shown beside the claim
+        claimed = name == "synthetic"
         findings.append(numeric_finding(
             f"{name} initialisation (Delta in [{dt_min:g}, {dt_max:g}]): some mode keeps at least float32 eps "
             f"({SURVIVAL_THRESHOLD:.3g}) of a signal over L = {L} steps",
-            best >= SURVIVAL_THRESHOLD,
-            scope=f"Delta in [{dt_min:g}, {dt_max:g}], L = {L} (closed form, evaluated)", covers=D2_SURVIVAL,
+            best >= SURVIVAL_THRESHOLD, side=not claimed,
+            scope=f"Delta in [{dt_min:g}, {dt_max:g}], L = {L} (closed form, evaluated)",
+            covers=D2_SURVIVAL if claimed else "",
             holds_when=(f"the slowest mode keeps {best:.3g} of a signal after {L} steps "
                         f"(memory length 2/Delta = {2 / dt_min:.3g} steps)"),
             fails_when=(f"every mode has Delta >= {dt_min:g} > {d_star:.3g} = 2 ln(1/eps32)/L, so at most "

@@ -147,6 +147,7 @@ class Finding:
     scope: str  # the cases the verdict covers: "all n (symbolic)", "n = 2, 3 (symbolic)", "random M, n <= 64 (numeric)"
     general: bool = False  # derived for every case the claim covers (symbolic; no sampled sizes or instances)
     covers: str = ""  # the part of the claim this finding states; "" for a supporting lemma or a side result
+    side: bool = False  # about another setting than the claim speaks of: shown beside it, never in its verdict
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -176,14 +177,17 @@ def symbolic_finding(statement: str, holds: bool, *, scope: str, general: bool =
 
 
 def numeric_finding(statement: str, holds: bool, *, scope: str, covers: str = "", holds_when: str = "",
-                    fails_when: str, evidence: str = "numeric") -> Finding:
+                    fails_when: str, evidence: str = "numeric", side: bool = False) -> Finding:
     """A numeric part: "verified" (on `scope`) when the computed `holds` is True, else "fails" with `fails_when`.
 
-    Never general: it checks instances.
+    Never general: it checks instances. `side`: a finding about another setting than the claim's (shown, not
+    counted in the claim's verdict; it covers no part of the claim).
     """
+    if side and covers:
+        raise ValueError(f"finding {statement[:40]!r}: a side finding covers no part of the claim")
     if holds:
-        return Finding(statement, "verified", holds_when, evidence, scope, False, covers)
-    return Finding(statement, "fails", fails_when, evidence, scope, False, covers)
+        return Finding(statement, "verified", holds_when, evidence, scope, False, covers, side)
+    return Finding(statement, "fails", fails_when, evidence, scope, False, covers, side)
 
 
 def _as_float(name: str, value: Any) -> float:
@@ -228,22 +232,27 @@ class ClaimResult:
         return next((f for f in self.findings if f.covers == part and f.verdict == "proved" and f.general), None)
 
     @property
+    def deciding(self) -> tuple[Finding, ...]:
+        """The findings the claim's verdict reads: every finding but the side ones."""
+        return tuple(f for f in self.findings if not f.side)
+
+    @property
     def verdict(self) -> str:
-        """"fails" if any finding fails; "proved" if every part of the claim has a finding proved in
-        general; else "verified" (holds on the cases checked)."""
-        if any(f.verdict == "fails" for f in self.findings):
+        """"fails" if any deciding finding fails; "proved" if every part of the claim has a finding proved in
+        general; else "verified" (holds on the cases checked). Side findings are shown, never counted."""
+        if any(f.verdict == "fails" for f in self.deciding):
             return "fails"
         return "proved" if all(self._general_proof(p) for p in self.parts) else "verified"
 
     @property
     def partly(self) -> bool:
-        """True when some parts fail and others hold."""
-        return self.verdict == "fails" and any(f.verdict != "fails" for f in self.findings)
+        """True when some deciding findings fail and others hold."""
+        return self.verdict == "fails" and any(f.verdict != "fails" for f in self.deciding)
 
     @property
     def condition(self) -> str:
-        """The exact conditions of the failing parts, joined; empty when nothing fails."""
-        return "; ".join(f.condition for f in self.findings if f.verdict == "fails")
+        """The exact conditions of the failing deciding findings, joined; empty when nothing fails."""
+        return "; ".join(f.condition for f in self.deciding if f.verdict == "fails")
 
     def part_scope(self, part: str) -> str:
         """What the verdict of one part covers: the general proof's scope if there is one, else the failing

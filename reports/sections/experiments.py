@@ -12,7 +12,7 @@ Verdicts are the ledger's (`linrnn.reports.ledger`), settled from the runs when 
             "stored_skipped": [[file, reason], ...],
             "missing": [{"experiment", "claims", "title", "command"}, ...]}
 
-`cells` are `linrnn.experiments.claims.cells` (the runs grouped over seeds); runs keep their labels,
+`cells` are `linrnn.experiments.runner.cells` (the runs grouped over seeds); runs keep their labels,
 metric, value, status, steps, time per step and state size `d_state` (curves and the rest of the config
 are left in the file).
 """
@@ -25,6 +25,7 @@ from pathlib import Path
 from scipy import stats as scipy_stats
 
 from linrnn.experiments import claims as experiments
+from linrnn.experiments import runner
 from linrnn.reports import plots
 from linrnn.impls.results import ExperimentRecord
 from linrnn.reports.results import read_stored
@@ -36,12 +37,17 @@ TITLE = "Experiments: the empirical claims at this machine's scale"
 TEMPLATE = "experiments.html.j2"
 LEAD = ("dots-",)       # figures shown above the section's details (`render`): every experiment's dot plot
 
-STORED_DIR = experiments.STORED_DIR
+STORED_DIR = runner.STORED_DIR
 STORED_GLOB = "experiment-*.json"
 RUN_KEYS = ("name", "status", "metric", "value", "steps", "seconds_per_step", "parameters", "error",
             # what the ledger's tests and controls read: the seed, the control a run belongs to, the chance levels
-            # and test-set size, the per-example test predictions (paired tests)
-            "seed", "backend", "control", "baseline", "examples", "predictions", "best_step", "stopped_early")
+            # and test-set size, the per-example test predictions (paired tests), the data set and the time a run
+            # took (a control must share the arms' task, length and data; power's compute), the final metrics
+            # (norms-listops), how it was scored
+            "seed", "backend", "control", "baseline", "examples", "predictions", "best_step", "stopped_early",
+            "data", "wall_seconds", "final", "scored")
+# the config fields the rules read: a run's setting (task, length, data options) and its depth (synthetic-tasks)
+CONFIG_KEYS = ("task", "length", "n_layers", "data_options", "steps", "lr", "batch_size", "eval_batches")
 
 RUN_SHAPE = {"name": str, "status": frozenset({"ok", "diverged"}), "config": dict}
 RECORD_SHAPE = {"experiment": str, "claims": [str], "title": str, "question": str, "scale": str, "factor": str,
@@ -69,7 +75,7 @@ def check_stored(record) -> str | None:
         return problem
     if record["experiment"] not in experiments.EXPERIMENTS:
         return f"experiment: expected one of {', '.join(experiments.EXPERIMENTS)}, found {record['experiment']!r}"
-    keys = experiments.table_keys(record)
+    keys = runner.table_keys(record)
     for i, run in enumerate(record["runs"]):
         absent = [k for k in keys if k not in run and not (run.get("control") and k != "task")]
         if absent:                      # a positive control's run needs only its task (it is not in the table)
@@ -91,16 +97,18 @@ def load_stored(directory: Path) -> tuple[list[dict], list[list[str]]]:
     files, skipped = read_stored(directory, STORED_GLOB, ExperimentRecord, check_stored)
     stored = []
     for path, record in files:
-        keys = experiments.table_keys(record)
+        keys = runner.table_keys(record)
         # d_state: the state size of each run (long-shift's verdict compares L with DLR's N)
         runs = [{**{k: run.get(k) for k in keys}, **{k: run.get(k) for k in RUN_KEYS},
+                 "config": {k: run["config"].get(k) for k in CONFIG_KEYS if k in run["config"]},
                  "d_state": _mixer_field(run["config"], "d_state")} for run in record["runs"]]
         training = record.get("training_seconds")                   # absent from older records
         stored.append({"file": path.name, **{k: record[k] for k in RECORD_SHAPE if k != "runs"},
                        "training_seconds": training if _is_number(training) else None,
                        "brief": record.get("brief") if isinstance(record.get("brief"), str) else "",
                        "controls": record.get("controls") if isinstance(record.get("controls"), list) else [],
-                       "keys": list(keys), "cells": experiments.table_cells(record), "runs": runs})
+                       "trivial": record.get("trivial") if isinstance(record.get("trivial"), list) else [],
+                       "keys": list(keys), "cells": runner.table_cells(record), "runs": runs})
     return stored, skipped
 
 

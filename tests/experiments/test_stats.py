@@ -183,3 +183,52 @@ def test_bad_input_is_a_one_line_error():
 def test_a_test_prints_its_effect_interval_and_n():
     words = stats.welch([0.86, 0.84, 0.85], [0.92, 0.93, 0.925]).words("DLR - RotRNN")
     assert words.startswith("DLR - RotRNN -0.07") and "95 % CI" in words and "n = 3 / 3" in words and "df" in words
+
+
+# -- the dualities: a one-sided test decides exactly when its interval lies past the bound -------------------------
+
+def test_the_one_sample_test_decides_exactly_when_its_95_percent_bound_lies_past_the_bar():
+    """Over simulated draws, p < alpha if and only if the one-sided 95 % bound lies beyond the bar, on both sides;
+    and the bound is SciPy's own 95 % one. A 90 % interval, or a two-sided p, breaks the equivalence on some draw."""
+    rng = np.random.default_rng(5)
+    for _ in range(400):
+        x = rng.normal(0.5 + rng.normal(0, 0.05), 0.05, int(rng.integers(3, 8)))
+        above, below = stats.one_sample(x, 0.5, "greater"), stats.one_sample(x, 0.5, "less")
+        assert above.significant == (above.ci[0] > 0.5) and below.significant == (below.ci[1] < 0.5)
+        assert above.level == below.level == 0.95
+        ref = sps.ttest_1samp(x, 0.5, alternative="greater").confidence_interval(0.95)
+        assert above.ci[0] == pytest.approx(ref.low)
+
+
+@pytest.mark.parametrize("fit", ["exponent", "exponent_clustered"])
+def test_the_exponent_is_below_its_bound_exactly_when_its_one_sided_bound_is(fit):
+    """D9's fit: the one-sided p (below the bound) decides exactly when the interval's high end, its one-sided 95 %
+    bound, lies below the bound; a two-sided p (twice as large) would not decide on some of these draws."""
+    rng = np.random.default_rng(6)
+    L = np.tile([128, 256, 512, 1024, 2048], 5)
+    rounds = np.repeat(np.arange(5), 5)
+    flips = 0
+    for _ in range(300):
+        b = 1.2 + rng.normal(0, 0.05)
+        t = 1e-3 * L ** b * np.exp(rng.normal(0, 0.1, L.size) + rng.normal(0, 0.1, 5)[rounds])
+        test = stats.exponent(L, t, 1.2) if fit == "exponent" else stats.exponent_clustered(L, t, rounds, 1.2)
+        assert test.significant == (test.ci[1] < 1.2), test
+        flips += (test.p < 0.05) != (min(1.0, 2 * test.p) < 0.05)
+    assert flips > 0          # the draws include cases where halving the p-value matters
+
+
+def test_the_clustered_exponent_treats_a_round_as_one_unit_and_reports_theil_sen():
+    """Five rounds of five lengths: the timings of one round share its load. A round slowed as a whole moves the
+    fit's interval little; a round slowed at its long lengths widens it, where OLS on 25 points would call it tight."""
+    rng = np.random.default_rng(7)
+    L = np.tile([128, 256, 512, 1024, 2048], 5)
+    rounds = np.repeat(np.arange(5), 5)
+    t = 1e-3 * L * np.exp(rng.normal(0, 0.02, L.size))
+    clean = stats.exponent_clustered(L, t, rounds, 1.2)
+    assert clean.significant and clean.df == 4 and clean.n == (25,) and "Theil-Sen slopes 0.99" in clean.note
+    loaded = t.copy()
+    loaded[(rounds == 4) & (L >= 1024)] *= 6.0
+    naive, clustered = stats.exponent(L, loaded, 1.2), stats.exponent_clustered(L, loaded, rounds, 1.2)
+    assert clustered.ci[1] - clustered.ci[0] > naive.ci[1] - naive.ci[0]
+    with pytest.raises(LinrnnError, match="3 or more rounds"):
+        stats.exponent_clustered(L[:10], t[:10], rounds[:10], 1.2)

@@ -93,8 +93,11 @@ def test_report_md_is_github_markdown_with_the_claims_crosscheck_speed_and_peers
     assert len(md.splitlines()) <= 80 and "<b>" not in md and "<script" not in md
     verdicts = {c["claim"]: c["verdict"] for c in json.loads((tmp_path / "out" / "ledger.json").read_text())}
     rows = md_table(md)
-    assert [r[0] for r in rows] == list(verdicts) and all(len(r) == 4 for r in rows)
+    assert [r[0] for r in rows] == list(verdicts) and all(len(r) == 5 for r in rows)
     assert all(r[2] == f"**{verdicts[r[0]]}**" for r in rows)          # the verdict, bold
+    settle = {c["claim"]: c["settle"] for c in json.loads((tmp_path / "out" / "ledger.json").read_text())}
+    assert all(r[4] == "-" or (settle[r[0]] or "").startswith(r[4].removesuffix(" ...").replace("\\", ""))
+               for r in rows)                                             # what would settle it, cut to a cell
     assert rows[1][1] == digest.SHORT["R2"] and verdicts["R2"] == "proved"
     assert "all 4 comparisons within tolerance; worst cell lru step, float32 ref\u2013jax: 0.30 of its tolerance" in md
     assert "rotrnn scan 0.22 (0.18\u20130.26)" in md and "lru-pytorch 32.0 (one sweep)" in md

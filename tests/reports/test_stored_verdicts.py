@@ -20,7 +20,7 @@ from linrnn.reports.results import read_section
 from linrnn.reports.sections import experiments
 
 PAIRED = ("McNemar", "binomial")          # tests over the test examples of one run each: n counts examples
-NOT_STATISTICAL = ("derivation", "numeric", "timing")
+NOT_STATISTICAL = ("derivation", "numeric", "structure")
 
 
 def stored_ledger() -> list[dict]:
@@ -67,6 +67,13 @@ def test_every_decided_part_of_the_stored_records_carries_its_test():
             assert p["n"] and all(k >= stats.MIN_SEEDS for k in p["n"]), where
         assert p["ci"] is not None and decided_side(p) is None, f"{where}: {decided_side(p)}"
         assert p["effect"] is not None and p["scale"], where
+        assert p["decides"], where                               # a side finding never says reproduced for a claim
+        if p["source"].startswith(("experiment", "training (tasks)")) and "CV" not in p["evidence"][:40] and \
+                "sensitivity" not in p["evidence"][:20]:
+            # an arm or control judged on its task: above its task's best trivial predictor, whose score is recorded
+            assert p["baseline"] is not None, where
+            if p["test"].startswith("one-sample t, one-sided (above"):
+                assert p["effect"] > p["baseline"]["score"], where
     # every stored experiment's claim has a verdict, and no rule gives a bare "tied"
     assert all(c["verdict"] in ledger.RANK for c in claims)
 

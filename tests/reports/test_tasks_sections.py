@@ -48,24 +48,38 @@ def test_tasks_section_runs_the_grid_and_settles_d4(tmp_path, monkeypatch):
         {("context_shift", "attention", 16, tasks_experiment.CONTROL)}
     assert all(r["status"] == "ok" and "run_dir" not in r for r in data["rows"])
     assert "claims" not in data                                             # the ledger settles D4, not the run
-    shift, context = ledger.record_parts(record)["D4"]
+    # the best trivial predictor of each task at the section's length, and of the control's ContextShift at L = 16
+    assert {(t["task"], t["length"]) for t in data["trivial"]} == {("shift", 8), ("context_shift", 8),
+                                                                  ("context_shift", 16)}
+    shift, context, undecided = ledger.record_parts(record)["D4"]
     assert shift["verdict"] in VERDICTS and shift["evidence"].startswith("DLR's final validation R^2 on Shift")
     assert "L = 8" in shift["scope"] and context["part"].startswith("fails where the shift depends on the context")
-    assert context["control"]["name"] == tasks_experiment.CONTROL
+    assert shift["baseline"]["name"] in [p["name"] for t in data["trivial"] for p in t["predictors"]]
+    # the section's control runs at L = 16, its arms at L = 8: the control vouches for nothing there
+    assert context["decides"] is False and "ran at another setting" in context["evidence"]
+    assert undecided["decides"] and undecided["verdict"] == "inconclusive"
     assert 'id="tasks"' in html and 'id="tasks-D4-verdict-2"' in html and "quick run" in html
     plots = svgs(html)
     assert len(plots) == 2 and all("<title>" in s for s in plots)
 
 
 def rows(r2: dict, model: str = "dlr") -> list[dict]:
-    """Three seeds per task around the given R^2 (a list: one value per seed; None: diverged), and the control."""
+    """Three seeds per task around the given R^2 (a list: one value per seed; None: diverged), Shift at L = 64,
+    ContextShift at L = 16 beside the control's runs (L = 16)."""
     noise = (-0.0005, 0.0, 0.0004)
-    out = [{"task": t, "model": model, "seed": seed, "r2": v, "status": "ok" if v is not None else "diverged"}
+    length = {"shift": 64, "context_shift": 16}
+    out = [{"task": t, "model": model, "seed": seed, "r2": v, "status": "ok" if v is not None else "diverged",
+            "config": {"length": length[t]}}
            for t, values in r2.items()
            for seed, v in enumerate(values if isinstance(values, list) else
                                     [None if values is None else min(values + e, 1.0) for e in noise])]
     return out + [{"task": "context_shift", "model": "attention", "seed": s, "r2": v, "status": "ok",
-                   "control": tasks_experiment.CONTROL} for s, v in enumerate((0.85, 0.9, 0.88))]
+                   "control": tasks_experiment.CONTROL, "config": {"length": 16}}
+                  for s, v in enumerate((0.85, 0.9, 0.88))]
+
+
+TRIVIAL = [{"task": "shift", "length": 64, "best": {"name": "planted", "score": 0.24}},
+           {"task": "context_shift", "length": 16, "best": {"name": "planted", "score": 0.08}}]
 
 
 @pytest.mark.parametrize("shift, context, verdicts", [
@@ -79,8 +93,20 @@ def rows(r2: dict, model: str = "dlr") -> list[dict]:
     (0.995, [0.05, 0.04], ("reproduced", "inconclusive")),         # two seeds: no decision
 ])
 def test_d4_thresholds(shift, context, verdicts):
-    parts = ledger.settle_d4({"rows": rows({"shift": shift, "context_shift": context})}, "L = 64")
-    assert tuple(p.verdict for p in parts) == verdicts
+    parts = tasks_experiment.settle_d4({"rows": rows({"shift": shift, "context_shift": context}),
+                                        "trivial": TRIVIAL}, "L = 64")
+    assert tuple(p.verdict for p in parts if p.decides) == verdicts
+
+
+def test_d4_shift_needs_the_trivial_baseline_of_its_length():
+    """Shift solved means above 0.99 and above what a local window or a bag of tokens scores at that length; a
+    section written before the trivial baselines were measured decides nothing on it."""
+    data = {"rows": rows({"shift": 0.995, "context_shift": 0.05})}
+    shift = tasks_experiment.settle_d4(data, "L = 64")[0]
+    assert shift.verdict == "inconclusive" and "no trivial baseline of Shift" in shift.evidence
+    high = [{**TRIVIAL[0], "best": {"name": "planted", "score": 0.999}}, TRIVIAL[1]]
+    shift = tasks_experiment.settle_d4({**data, "trivial": high}, "L = 64")[0]
+    assert shift.verdict == "inconclusive" and "scores 0.999" in shift.evidence
 
 
 def test_norms_section_measures_norms_drift_and_orthogonality(tmp_path, monkeypatch):

@@ -113,3 +113,18 @@ def test_no_information_macro_f1_is_one_over_the_labelled_classes_and_nothing_bl
         constant = f1_score(labels, np.full_like(labels, k), average="macro", labels=np.nonzero(counts)[0],
                             zero_division=0)
         assert constant <= found["value"] + 1e-12 and constant <= found["constant"] + 1e-12
+
+
+def test_r2_is_one_minus_the_mse_over_the_targets_variance_as_scikit_learn_computes_it():
+    """R^2 decides D4 and D2: it divides by the target's variance (the predictions' would reward a model that shrinks
+    its outputs), over the scored entries only."""
+    from sklearn.metrics import r2_score
+
+    rng = np.random.default_rng(3)
+    target = rng.normal(0.0, 2.0, (4, 6, 2))
+    pred = 0.3 * target + rng.normal(0.0, 0.5, target.shape)          # shrunk predictions: var(pred) << var(target)
+    mask = rng.random((4, 6)) > 0.2
+    keep = np.broadcast_to(mask[..., None], target.shape)
+    assert metrics.r2(pred, target, mask) == pytest.approx(r2_score(target[keep], pred[keep]))
+    assert metrics.r2(target, target, mask) == 1.0 and metrics.r2(np.zeros_like(target) + target[keep].mean(),
+                                                                  target, mask) == pytest.approx(0.0, abs=1e-12)

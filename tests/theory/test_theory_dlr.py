@@ -77,12 +77,15 @@ def test_survival_formulas():
     assert delta.min() >= 1e-4 and delta.max() <= 1e-1
 
 
-def test_d2_default_init_fails_and_synthetic_holds(d2):
-    assert d2.claim == "D2" and d2.verdict == "fails" and d2.partly
+def test_d2_holds_at_the_claims_initialisation_and_the_default_one_is_a_side_finding(d2):
+    """The claim speaks of eigenvalues near the unit circle (the synthetic-task initialisation, Delta = 1e-5): that
+    decides it. The default initialisation (Delta >= 1e-4) carries no signal over 2^20 steps: shown, not deciding."""
+    assert d2.claim == "D2" and d2.verdict == "verified" and not d2.partly
     by_statement = {f.statement.split(" initialisation")[0]: f for f in d2.findings}
-    assert by_statement["synthetic"].verdict == "verified"
-    assert by_statement["default"].verdict == "fails"
-    assert "3.04e-05" in by_statement["default"].condition
+    assert by_statement["synthetic"].verdict == "verified" and not by_statement["synthetic"].side
+    default = by_statement["default"]
+    assert default.verdict == "fails" and default.side and default.covers == ""
+    assert default not in d2.deciding and "3.04e-05" in default.condition and d2.condition == ""
     assert d2.witness["L"] == 2**20
     assert d2.witness["synthetic_best_survival"] == pytest.approx(math.exp(-1e-5 * 2**20 / 2))
     assert d2.witness["default_log10_best_survival"] == pytest.approx(log10_survival(1e-4, 2**20))

@@ -115,7 +115,8 @@ def test_to_dict_is_json_and_carries_latex_and_mathml():
     data = json.loads(json.dumps(r.to_dict(), allow_nan=False))
     assert data["verdict"] == "fails" and data["partly"] is True
     assert data["scope"] == r.scope and data["conclusion"] == r.conclusion and data["parts"] == ["the claim"]
-    assert {"statement", "verdict", "condition", "evidence", "scope", "general", "covers"} == set(data["findings"][0])
+    assert {"statement", "verdict", "condition", "evidence", "scope", "general", "covers", "side"} == \
+        set(data["findings"][0])
     assert data["findings"][0]["scope"] == "all n (symbolic)" and data["findings"][0]["general"] is True
     step = data["steps"][0]
     assert step["latex"] == "x + 1"
