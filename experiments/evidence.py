@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -382,6 +382,11 @@ def power_one_sample(values: list[float], bar: float, side_: str, seconds: float
                           f"{stats.ALPHA:g}, {int(POWER * 100)} % power (statsmodels' TTestPower)"}
 
 
+def needs(what: str, seeds: int | None = None) -> dict:
+    """A `Part.power` where no power computation applies: what would settle the part, in words."""
+    return {"seeds_per_arm": seeds, "cpu_hours": None, "assumption": what}
+
+
 def not_learned_power(why: str) -> dict:
     return {"seeds_per_arm": None, "cpu_hours": None,
             "assumption": f"{why}: more seeds at this budget cannot settle it; a budget at which the arms learn "
@@ -483,6 +488,19 @@ def _both_learned(stored: dict, ra: list[dict], rb: list[dict], A: str, B: str) 
     return False, f"{how} (above the best trivial predictor and chance): {words}", base or base_b, power
 
 
+def _gated(verdict: str, why: str, both: bool, learned_words: str, unlearned: dict, control: dict | None,
+           power: Callable[[], dict]) -> tuple[str, str, dict | None]:
+    """A comparison's verdict once its arms and control are judged: it decides only when both arms learned and the
+    control (where needed) learned; an undecided one says what would settle it (`unlearned` where an arm did not
+    learn, else `power()`)."""
+    if not both:
+        verdict, why = "inconclusive", why + f"; but {learned_words}: an arm that did not learn decides no comparison"
+    verdict, why = with_control(verdict, why, control)
+    if verdict != "inconclusive":
+        return verdict, why, None
+    return verdict, why, (unlearned if not both else power())
+
+
 def better_parts(stored: dict, comparisons: list[tuple[str, str, str]], part: str, names: dict[str, str],
                  control_needed: bool = True) -> list[Part]:
     """"a is better than b" on each (task, a, b): Welch's t over seeds (or exact McNemar for one paired run each),
@@ -498,7 +516,8 @@ def better_parts(stored: dict, comparisons: list[tuple[str, str, str]], part: st
         control = experiment_control(stored, task, ra + rb) if control_needed else None
         if not ra or not rb:
             parts.append(Part("", "inconclusive", f"{task}: {A} or {B} has no finished run", part=this,
-                              control=public(control)))
+                              control=public(control), power=needs(f"finished runs of {A} and {B} (rerunning the "
+                                                                   "experiment trains only what is missing)")))
             continue
         how, va, vb, ca, cb = paired_or_seeds(ra, rb)
         what = f"{task}: {A} {mean_sd(va)} vs {B} {mean_sd(vb)}"
@@ -516,15 +535,8 @@ def better_parts(stored: dict, comparisons: list[tuple[str, str, str]], part: st
             verdict, why = "contradicted", f"{B} better at alpha {test.alpha:g}"
         else:
             verdict, why = "inconclusive", "no difference shown"
-        if not both:
-            verdict, why = "inconclusive", why + f"; but {learned_words}: an arm that did not learn decides no comparison"
-        verdict, why = with_control(verdict, why, control)
-        if verdict != "inconclusive":
-            power = None
-        elif not both:
-            power = unlearned
-        else:
-            power = power_two_arms(va, vb, effect=test.effect, seconds=seconds, what=what)
+        verdict, why, power = _gated(verdict, why, both, learned_words, unlearned, control,
+                                     lambda: power_two_arms(va, vb, effect=test.effect, seconds=seconds, what=what))
         parts.append(Part("", verdict, f"{what}; " + test.words(f"{A} - {B}") + f": {why}"
                           + (f". Learned: {learned_words}" if both else "")
                           + (f"; {control['evidence']}" if control and control.get('evidence') else ""),
@@ -552,7 +564,9 @@ def matches_parts(stored: dict, comparisons: list[tuple[str, str, str]], part: s
         control = experiment_control(stored, task, ra + rb)
         if not ra or not rb:
             parts.append(Part("", "inconclusive", f"{task}: {A} or {B} has no finished run", part=this,
-                              control=public(control), margin=margin))
+                              control=public(control), margin=margin,
+                              power=needs(f"finished runs of {A} and {B} (rerunning the experiment trains only what "
+                                          "is missing)")))
             continue
         how, va, vb, ca, cb = paired_or_seeds(ra, rb)
         what = f"{task}: {A} {mean_sd(va)} vs {B} {mean_sd(vb)}"
@@ -594,19 +608,10 @@ def matches_parts(stored: dict, comparisons: list[tuple[str, str, str]], part: s
             detail = "; ".join([better.words(f"{A} - {B}"), f"TOST p = {fmt_p(tost.p)}",
                                 f"worse beyond the margin: p = {fmt_p(worse.p)}"])
             others = tuple(t for t in (tost, better, worse) if t is not decided)
-        if verdict != "inconclusive" and not both:
-            verdict, why = "inconclusive", why + f"; but {learned_words}: an arm that did not learn decides no comparison"
-        verdict, why = with_control(verdict, why, control)
-        if verdict != "inconclusive":
-            power = None
-        elif not both:
-            power = unlearned
-        else:
-            power = power_two_arms(va, vb, margin=margin, seconds=seconds)
+        verdict, why, power = _gated(verdict, why, both, learned_words, unlearned, control,
+                                     lambda: power_two_arms(va, vb, margin=margin, seconds=seconds))
         fields = tested(decided, *others)
-        parts.append(Part("", verdict, f"{what}; {detail}: {why}" + (f". Learned: {learned_words}" if both else
-                                                                      "" if "decides no comparison" in why else
-                                                                      f". {learned_words}")
+        parts.append(Part("", verdict, f"{what}; {detail}: {why}" + (f". Learned: {learned_words}" if both else "")
                           + (f"; {control['evidence']}" if control and control.get('evidence') else ""),
                           part=this, control=public(control), baseline=baseline, power=power, against=against,
                           **{**fields, "margin": margin}))
@@ -629,7 +634,8 @@ def flatter_by_layer(cvs: dict[tuple[str, int], list[float]], layers: list[int],
         part = f"flatter than the LRU's in layer {layer}"
         if min(len(rot), len(lru)) < 2 or min(rot + lru) <= 0:
             parts.append(Part(source, "inconclusive", f"layer {layer}: RotRNN has {len(rot)} and the LRU {len(lru)} "
-                              "finished seeds with positive CVs: no spread to judge by", scale, part=part))
+                              "finished seeds with positive CVs: no spread to judge by", scale, part=part,
+                              power=needs("at least 3 finished seeds per model", stats.MIN_SEEDS)))
             continue
         lr, ll = np.log(rot), np.log(lru)
         bound = math.log(CV_REPRODUCED)

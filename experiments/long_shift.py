@@ -15,7 +15,8 @@ from dataclasses import replace
 
 from linrnn.experiments import stats
 from linrnn.experiments.evidence import (FAILS_R2, SOLVED_R2, Part, baseline_of, diverged, experiment_control,
-                                         mean_sd, public, run_seconds, threshold_part, trivial_for, with_control)
+                                         mean_sd, needs, public, run_seconds, threshold_part, trivial_for,
+                                         with_control)
 from linrnn.experiments.runner import Control, Experiment, Job
 from linrnn.impls.specs import spec
 
@@ -83,7 +84,8 @@ def settle_d2_experiment(stored: dict) -> list[Part]:
     arms = [r for r in stored["runs"] if not r.get("control")]
     claimed = [r for r in arms if r["model"] == "dlr" and r.get("init") == "synthetic"]
     if not claimed:
-        return [Part("", "inconclusive", "DLR (synthetic-task initialisation) was not run", part="signal over long L")]
+        return [Part("", "inconclusive", "DLR (synthetic-task initialisation) was not run", part="signal over long L",
+                     power=needs("DLR's runs at its synthetic-task initialisation (the experiment runs them)"))]
     state = claimed[0]["d_state"] if "d_state" in claimed[0] else claimed[0]["config"]["mixer"]["d_state"]
     lengths = sorted({r["length"] for r in claimed})
     beside = []
@@ -115,13 +117,17 @@ def settle_d2_experiment(stored: dict) -> list[Part]:
                 part = replace(part, against=fails)
             if baseline is None and part.verdict == "reproduced":
                 part = replace(part, verdict="inconclusive", evidence=part.evidence + "; but this record has no trivial "
-                               "baseline of Shift at this length, so the arm is not shown above it")
+                               "baseline of Shift at this length, so the arm is not shown above it",
+                               power=needs("the trivial baseline of Shift at this length: rerunning the experiment "
+                                           "measures it (the finished runs are reused)"))
             if part.verdict == "inconclusive" and not within:
                 part = replace(part, evidence=part.evidence + f" (L > N = {state}: the fixed state size, or the "
                                "budget, may be what stops it)")
         if len(values) < len(runs):
             part = replace(part, verdict="inconclusive", evidence=part.evidence + f"; {len(runs) - len(values)} run(s) "
-                           "diverged")
+                           "diverged", power=needs("the diverged runs again, finished"))
+        if part.verdict == "inconclusive" and part.power is None:
+            part = replace(part, power=needs(f"a control that learns Shift at L = {L:,} ({control['evidence']})"))
         parts.append(part)
     parts[0] = replace(parts[0], evidence=parts[0].evidence + (f". Beside it (side findings, deciding nothing): "
                                                                f"{'; '.join(beside)}" if beside else ""))

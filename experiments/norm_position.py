@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from linrnn.experiments import stats
-from linrnn.experiments.evidence import (Part, arm_runs, baseline_of, mean_sd, power_two_arms, regression_learned,
-                                         run_seconds, trivial_for, tested)
+from linrnn.experiments.evidence import (Part, arm_runs, baseline_of, mean_sd, needs, power_two_arms,
+                                         regression_learned, run_seconds, trivial_for, tested)
 from linrnn.experiments.runner import Experiment, Job
 
 D8_TASKS = ("reverse", "masked_select_fixed")   # tasks a trivial predictor does not solve (R^2 0.02 at L = 64)
@@ -109,10 +109,12 @@ def settle_d8(stored: dict) -> list[Part]:
     if lost:
         return [Part("", "inconclusive", f"{len(lost)} run(s) diverged ({', '.join(sorted({r['name'] for r in lost})[:4])}"
                      "...), so the sensitivities are not all measured; " + control_words, part=part, control=control,
-                     baseline=baseline)]
+                     baseline=baseline, power=needs("the diverged runs again, finished"))]
     if not counted:
         return [Part("", "inconclusive", "no task where both models' pre-norm arms learned above the trivial bar: "
-                     + "; ".join(dropped) + "; " + control_words, part=part, control=control, baseline=baseline)]
+                     + "; ".join(dropped) + "; " + control_words, part=part, control=control, baseline=baseline,
+                     power=needs("a setting where both models' pre-norm arms learn the tasks (more steps, or at least "
+                                 f"{stats.MIN_SEEDS} seeds each)", stats.MIN_SEEDS))]
     per_seed: dict[str, list[float]] = {}
     for model in D8_MODELS:
         gaps: dict[int, list[float]] = {}
@@ -131,7 +133,8 @@ def settle_d8(stored: dict) -> list[Part]:
             f"per seed: DLR {mean_sd(dlr)}, attention {mean_sd(att)}")
     if min(len(dlr), len(att)) < 2:
         return [Part("", "inconclusive", f"{head}: a decision needs {stats.MIN_SEEDS} seeds per model; "
-                     + control_words, part=part, control=control, baseline=baseline)]
+                     + control_words, part=part, control=control, baseline=baseline,
+                     power=needs(f"at least {stats.MIN_SEEDS} seeds per model", stats.MIN_SEEDS))]
     test = stats.welch(att, dlr)
     if min(test.n) < stats.MIN_SEEDS:
         verdict, why = "inconclusive", f"{min(test.n)} seeds per model: a decision needs {stats.MIN_SEEDS}"

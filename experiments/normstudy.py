@@ -330,7 +330,7 @@ def norms_scale(config: dict) -> str:
 
 def few_words(scope: str) -> str:
     """A section's scale in a few words, from its scope (`norms_scale`, `tasks_scale`): the length, steps, seeds."""
-    picked = [w.split(" (")[0] for w in scope.split(", ") if any(k in w for k in ("L = ", "steps", "seeds"))]
+    picked = [w.split(" (")[0] for w in scope.split(", ") if any(k in w for k in ("L = ", "steps", "seed"))]
     return ", ".join(picked)
 
 
@@ -363,8 +363,11 @@ def settle_r9_training(data: dict, scale: str = "") -> list:
     text = (f"after training, |gamma_log - log sqrt(1 - |lambda|^2)| reaches {final_max:.3g} (max over modes, layers "
             f"and seeds); at initialisation {floor:.2g} (float32 rounding): nothing in the LRU keeps its input scaling "
             f"tied to |lambda| (threshold: {DRIFT_FACTOR:g} x the rounding floor)")
+    power = None if verdict != "inconclusive" else {
+        "seeds_per_arm": None, "cpu_hours": None,
+        "assumption": "a longer training run, in which gamma_log can drift past ten times its rounding floor"}
     return [Part("training (norms)", verdict, text, scale, test="numeric", scale=few_words(scale), n=(len(runs),),
-                 effect=final_max)]
+                 effect=final_max, power=power)]
 
 
 def settle_r1_training(data: dict, scale: str = "") -> list:
@@ -381,5 +384,7 @@ def settle_r1_training(data: dict, scale: str = "") -> list:
     text = (f"max |P^T P - I| = {error:.3g} over every head and layer after each of {checked} parameter states "
             f"({len(runs)} seeds), P = expm(M - M^T) in float64 from the trained M: {ratio:.3g} of its tolerance "
             f"(float64 expm_orthogonality); the float32 P used in training: {f32:.3g}")
-    return [Part("training (norms)", verdict, text, scale, test="numeric", scale=few_words(scale), n=(checked,),
-                 effect=ratio)]
+    power = None if verdict != "inconclusive" else {
+        "seeds_per_arm": None, "cpu_hours": None, "assumption": "a finite orthogonality measurement (the record's is NaN)"}
+    return [Part("training (norms)", verdict, text, scale, test="numeric", scale=f"{few_words(scale)}", n=(checked,),
+                 effect=ratio, power=power)]

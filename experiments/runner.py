@@ -237,7 +237,7 @@ def trivial_baselines(jobs: list[Job], data_root: Path, previous: list[dict], pr
     """The best trivial predictor (`linrnn.tasks.trivial`) of every task, length and data set of `jobs`, computed
     once each by the driver before any run trains (a previous record's entry with the same key is kept)."""
     from linrnn.tasks.config import TrainConfig
-    from linrnn.tasks.trivial import data_task_baseline, synthetic_baseline
+    from linrnn.tasks.trivial import FAMILY_VERSION, data_task_baseline, synthetic_baseline
 
     out, seen = [], set()
     for job in jobs:
@@ -248,7 +248,8 @@ def trivial_baselines(jobs: list[Job], data_root: Path, previous: list[dict], pr
         if text in seen:
             continue
         seen.add(text)
-        kept = next((e for e in previous if {k: e.get(k) for k in key} == key), None)
+        kept = next((e for e in previous if {k: e.get(k) for k in key} == key
+                     and e.get("family_version") == FAMILY_VERSION), None)   # another family's: measured again
         if kept is not None:
             out.append(kept)
             continue

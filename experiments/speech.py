@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from linrnn.experiments.evidence import Part, matches_parts, side
+from linrnn.experiments.evidence import Part, matches_parts, needs, side
 from linrnn.experiments.reduced_training import SPEECH, DataSet
 from linrnn.experiments.runner import Control, Experiment, Job
 
@@ -123,7 +123,8 @@ def settle_d6(stored: dict) -> list[Part]:
     others = [m for m in ("lru", "rotrnn") if any(r.get("task") == "sc10" and r.get("model") == m
                                                   for r in stored["runs"])]
     if not family:
-        return [Part("", "inconclusive", "sc10: S4D was not run, the claim's comparison", part="comparable to S4D on SC10")]
+        return [Part("", "inconclusive", "sc10: S4D was not run, the claim's comparison", part="comparable to S4D on SC10",
+                     power=needs("S4D's SC10 runs (the experiment runs them)"))]
     note = "; MFCC features of synthetic speech, not raw Speech Commands audio"
     parts = [replace(p, part=f"comparable to or better than {NAMES[m]} on SC10", evidence=p.evidence + note)
              for p, m in zip(matches_parts(stored, [("sc10", "dlr", m) for m in family], "{task}", NAMES), family)]

@@ -224,7 +224,8 @@ def _timing_part(backend: str, kind: str, rounds: list[dict], scale: str):
     if len(lengths) < 3 or n_rounds < 3:
         return Part("benchmark (speed)", "inconclusive", f"{backend} {kind}, step mode: {n_rounds} rounds at "
                     f"{len(lengths)} lengths: the fit needs 3 or more rounds at 3 or more lengths", scale,
-                    part=f"O(L) inference, timed: {backend} {kind}")
+                    part=f"O(L) inference, timed: {backend} {kind}",
+                    power={"seeds_per_arm": None, "cpu_hours": None, "assumption": "3 or more interleaved rounds"})
     test = stats.exponent_clustered(L, t, cluster, EXPONENT_BOUND)
     verdict = "verified" if test.significant else "inconclusive"
     why = (f"below {EXPONENT_BOUND:g} at alpha {test.alpha:g}" if test.significant else
@@ -252,7 +253,9 @@ def settle_d9(data: dict, scale: str = "") -> list:
     if not deciding:
         deciding = [Part("benchmark (speed)", "inconclusive", "no operation count of DLR's step mode in these results "
                          "(written by older code: `linrnn report --out DIR` measures it)", scale,
-                         part="O(L) inference: DLR")]
+                         part="O(L) inference: DLR",
+                         power={"seeds_per_arm": None, "cpu_hours": None,
+                                "assumption": "the step's operation count: `linrnn report --out DIR` measures it"})]
     others = [_structure_part(rows, b, k) for (b, k), rows in structure.items() if k != "dlr"]
     timed = [_timing_part(b, k, rows, scale) for (b, k), rows in timings.items()]
     return (deciding + side(others, "D9 is DLR's claim") +

@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from linrnn.experiments import stats
 from linrnn.experiments.evidence import (FAILS_R2, SOLVED_R2, Part, baseline_of, diverged, experiment_control,
-                                         mean_sd, side, threshold_part, trivial_for, run_seconds)
+                                         mean_sd, needs, run_seconds, side, threshold_part, trivial_for)
 from linrnn.experiments.runner import GROUP_ORDER, Control, Experiment, Job
 
 # This project's reading of the generators (docs/experiments.md), not the paper's tables: "few" tasks are
@@ -142,7 +142,8 @@ def d4_parts(stored: dict, rows: list[dict], source: str, scale: str) -> list[Pa
     same length; a side finding elsewhere). The LRU and RotRNN are reported beside."""
     shift, context = _by(rows, "dlr", "shift"), _by(rows, "dlr", "context_shift")
     if not shift or not context:
-        return [Part(source, "inconclusive", "DLR was not run on both Shift and ContextShift", scale)]
+        return [Part(source, "inconclusive", "DLR was not run on both Shift and ContextShift", scale,
+                     power=needs("DLR's runs of both tasks (the experiment, or the section, runs them)"))]
     parts = []
     for L, runs in shift.items():
         values = _values(runs)
@@ -151,11 +152,14 @@ def d4_parts(stored: dict, rows: list[dict], source: str, scale: str) -> list[Pa
                               f"DLR's final validation R^2 on Shift at L = {L}", scale, "reproduced", baseline=baseline,
                               seconds=run_seconds(runs))
         if baseline is None:
-            part = replace(part, verdict="inconclusive", power=None, evidence=part.evidence + "; but this record has no "
-                           "trivial baseline of Shift at this length, so the arm is not shown above it")
+            part = replace(part, verdict="inconclusive", evidence=part.evidence + "; but this record has no "
+                           "trivial baseline of Shift at this length, so the arm is not shown above it",
+                           power=needs("the trivial baseline of Shift at this length: rerunning the experiment "
+                                       "measures it (the finished runs are reused)"))
         if len(values) < len(runs):
             part = replace(part, verdict="inconclusive", evidence=part.evidence + f"; {len(runs) - len(values)} "
-                           "DLR run(s) diverged")
+                           "DLR run(s) diverged", power=needs("the diverged runs again, finished (a diverged run is "
+                                                              "evidence for nothing)"))
         parts.append(part)
     deciding = []
     for L, runs in context.items():
@@ -174,7 +178,10 @@ def d4_parts(stored: dict, rows: list[dict], source: str, scale: str) -> list[Pa
             part = replace(part, against=solved)
         if len(values) < len(runs):
             part = replace(part, verdict="inconclusive", evidence=part.evidence + f"; {len(runs) - len(values)} "
-                           "DLR run(s) diverged")
+                           "DLR run(s) diverged", power=needs("the diverged runs again, finished (a diverged run is "
+                                                              "evidence for nothing)"))
+        if part.verdict == "inconclusive" and part.power is None:
+            part = replace(part, power=needs(f"a control that learns ContextShift at L = {L} ({control['evidence']})"))
         if control["evidence"] not in part.evidence:
             part = replace(part, evidence=part.evidence + f"; {control['evidence']}")
         if control.get("name") is not None and control.get("learned") is None and "another setting" in \

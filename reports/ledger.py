@@ -198,15 +198,18 @@ def _r3_montecarlo(data: dict) -> list[Part]:
             + "; ".join(f"from {s}: {'holds' if r['constant'] else 'does not hold'}" for s, r in rows.items())
             + ("; every curve agrees with its closed form" if all(r["agrees"] for r in rows.values())
                else "; some curves disagree with their closed forms"))
+    power = None
     if not all(r["agrees"] for r in rows.values()):
         verdict = "inconclusive"
+        power = {"seeds_per_arm": None, "cpu_hours": None, "assumption": "Monte Carlo curves that agree with their "
+                 "closed forms (more sequences: the full `linrnn report --out DIR` runs 2,000 per framework)"}
     elif len(holds) == len(rows):
         verdict = "verified"
     else:
         verdict = "contradicted (in part)" if holds else "contradicted"
     return [Part("Monte Carlo (theory)", verdict, text,
                  f"{mc['n_seq']} sequences per framework, t up to {mc['T']}, float64", test="numeric",
-                 scale=f"Monte Carlo, {mc['n_seq']} sequences, t <= {mc['T']}")]
+                 scale=f"Monte Carlo, {mc['n_seq']} sequences, t <= {mc['T']}", power=power)]
 
 
 R3_MC = Source("theory", "Monte Carlo (theory)",
@@ -322,7 +325,10 @@ def _experiment(name: str, settle: Callable[[dict], list[Part]]) -> Source:
             found = settle(stored)
             if not stored["complete"]:
                 found = [replace(p, verdict="inconclusive", evidence="the experiment was interrupted before its last "
-                                 "run; " + p.evidence) for p in found]
+                                 "run; " + p.evidence, power=p.power or {
+                                     "seeds_per_arm": None, "cpu_hours": None,
+                                     "assumption": f"the experiment's remaining runs: `{command}` trains only what is "
+                                                   "missing"}) for p in found]
             parts.extend(replace(p, source=source, scope=p.scope or stored["scale"],
                                  scale=p.scale or _brief(stored)) for p in found)
         return parts

@@ -709,9 +709,13 @@ def test_d6_is_decided_by_s4d_and_the_other_models_are_side_findings():
 def test_a_paired_comparison_is_worse_beyond_the_margin_only_when_its_whole_interval_is():
     """The upper end of the exact interval decides "worse beyond the margin": an interval that reaches below -margin
     but also above it is not worse beyond it."""
-    paired = speech_runs({"dlr": 0.90, "s4d": 0.93}, "sc10", seeds=1, n=300, predictions=True)
-    [part] = settle(ledger.D6_EXPERIMENT, [planted("speech", paired, controls=SPEECH_CONTROLS)])
+    paired = speech_runs({"dlr": 0.90, "s4d": 0.93, "lru": 0.93}, "sc10", seeds=1, n=300, predictions=True)
+    part = settle(ledger.D6_EXPERIMENT, [planted("speech", paired, controls=SPEECH_CONTROLS)])[0]
+    assert part.control["learned"] is True and part.p < 0.05                 # decidable, and significant
     assert part.ci[0] < -ledger.MARGIN_ACCURACY < part.ci[1] and part.verdict == "inconclusive"
+    clearly = speech_runs({"dlr": 0.85, "s4d": 0.93, "lru": 0.93}, "sc10", seeds=1, n=300, predictions=True)
+    part = settle(ledger.D6_EXPERIMENT, [planted("speech", clearly, controls=SPEECH_CONTROLS)])[0]
+    assert part.ci[1] < -ledger.MARGIN_ACCURACY and part.verdict == "contradicted"
 
 
 def lra_runs(values: dict, seeds: int = 3, chance: float = 0.18) -> list[dict]:

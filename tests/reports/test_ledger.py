@@ -140,6 +140,15 @@ def test_d4_reproduced_needs_three_seeds_a_test_and_a_control_that_learned():
     assert [p["verdict"] for p in tasks_parts([{"id": "D4", "parts": elsewhere}])] == ["reproduced", "inconclusive"]
 
 
+def test_every_experimental_scale_states_its_seeds_length_and_steps():
+    """The scale beside a verdict is what a reader weighs it by: the section's seeds survive into the few words."""
+    rows = ledger.build({"tasks": [tasks_record(0.01)], "norms": [norms()]})
+    assert row(rows, "D4")["parts"][0]["scale"] == "L = 8, 3 steps, 3 seeds"
+    assert "1 seed" in row(rows, "R8")["parts"][0]["scale"]
+    stored = {"experiment": "x", "cells": [{"n": 3}, {"n": 5}]}
+    assert ledger._brief(stored) == "5 seeds per arm, experiment x"
+
+
 def test_a_diverged_run_is_inconclusive_never_fails():
     for r2, status in ((None, "diverged"), ("nan", "ok"), (0.01, "diverged")):
         d4 = tasks_parts(ledger.build({"tasks": [tasks_record(r2, status)]}))[1]

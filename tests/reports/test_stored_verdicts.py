@@ -78,6 +78,19 @@ def test_every_decided_part_of_the_stored_records_carries_its_test():
     assert all(c["verdict"] in ledger.RANK for c in claims)
 
 
+def test_every_undecided_part_says_what_would_settle_it_and_every_equivalence_its_margin_and_tost():
+    claims = stored_ledger()
+    for c in claims:
+        for p in c["parts"]:
+            where = f"{c['claim']} {p['part'] or p['source']}"
+            if p["decides"] and p["verdict"] == "inconclusive":
+                assert p["power"] and p["power"]["assumption"], where
+            if p["margin"] is not None and p["tests"]:
+                assert any(t["name"].startswith("TOST") for t in p["tests"]), where
+        if c["verdict"] == "inconclusive":
+            assert c["settle"], c["claim"]
+
+
 @pytest.mark.parametrize("test, ci, margin, verdict, wrong", [
     ("Welch's t", [0.01, 0.2], None, "reproduced", False),
     ("Welch's t", [-0.01, 0.2], None, "reproduced", True),                  # contains 0
