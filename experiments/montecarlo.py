@@ -317,3 +317,32 @@ def run_montecarlo(cfg: MonteCarloConfig = DEFAULT, progress=None) -> dict:
         "state_mismatch": mismatch,   # max |returned final state - last output|: 0 when the read-out is the state
         "seconds": seconds,
     }
+
+
+# -- the rule (R3) ------------------------------------------------------------------------------
+
+def settle_r3_montecarlo(data: dict) -> list:
+    """R3 by Monte Carlo (the theory section's `r3` rows): E||x_t||^2 = 1 at every stored t from each start, in both
+    frameworks; verified from every start, contradicted (in part) from some, inconclusive where a curve disagrees
+    with its closed form."""
+    from linrnn.experiments.evidence import Part
+
+    rows = {r["start"]: r for r in data["r3"]}
+    mc = data["montecarlo"]["config"]
+    holds = [s for s, r in rows.items() if r["constant"]]
+    text = ("E||x_t||^2 = 1 at every stored t (1 inside the family-wise band), torch and JAX layers: "
+            + "; ".join(f"from {s}: {'holds' if r['constant'] else 'does not hold'}" for s, r in rows.items())
+            + ("; every curve agrees with its closed form" if all(r["agrees"] for r in rows.values())
+               else "; some curves disagree with their closed forms"))
+    power = None
+    if not all(r["agrees"] for r in rows.values()):
+        verdict = "inconclusive"
+        power = {"seeds_per_arm": None, "cpu_hours": None, "assumption": "Monte Carlo curves that agree with their "
+                 "closed forms (more sequences: the full `linrnn report --out DIR` runs 2,000 per framework)"}
+    elif len(holds) == len(rows):
+        verdict = "verified"
+    else:
+        verdict = "contradicted (in part)" if holds else "contradicted"
+    return [Part("Monte Carlo (theory)", verdict, text,
+                 f"{mc['n_seq']} sequences per framework, t up to {mc['T']}, float64", test="numeric",
+                 scale=f"Monte Carlo, {mc['n_seq']} sequences, t <= {mc['T']}", power=power)]

@@ -150,3 +150,48 @@ def converters(seeds) -> list[dict]:
             out.append({"from": source.config.kind, "to": target.config.kind, "seed": seed, "rel": c.rel,
                         "rtol": c.rtol, "ok": c.ok})
     return out
+
+
+# -- the rules (R4, R5) ---------------------------------------------------------------------------
+
+def settle_param_counts(data: dict) -> list:
+    """R4: the bundle's parameter count against the formula, for each configuration."""
+    from linrnn.experiments.evidence import Part
+
+    checks = data["param_counts"]
+    ok = all(c["count"] == c["formula_value"] for c in checks)
+    text = ("parameter counts against heads(N^2 + N/2 + 1 + NH) + H heads N + H: "
+            + "; ".join(f"{c['config']}: {c['count']} vs {c['formula_value']}" for c in checks))
+    return [Part("parameter count (reference)", "verified" if ok else "contradicted", text, "bundle shapes",
+                 test="numeric", scale=f"{len(checks)} configurations")]
+
+
+def settle_head_independence(data: dict) -> list:
+    """R4: changing one head moves only its own contribution, and the output is their sum plus D u."""
+    from linrnn.experiments.evidence import Part, num as _num
+
+    cases = data["head_independence"]
+    others = max(_num(c["other_max_ratio"]) for c in cases)
+    moved = min(_num(c["changed_rel"]) / _num(c["changed_rtol"]) for c in cases)
+    mixed = max(_num(c["sum_ratio"]) for c in cases)
+    ok = others <= 1.0 and moved > 1.0 and mixed <= 1.0
+    c0 = cases[0]
+    text = (f"changing one head's {', '.join(c0['changed'])} moves that head's contribution C[:, head] x^h_t "
+            f"(smallest change {moved:.3g} x the tolerance) and leaves every other head's within "
+            f"{others:.3g} x the float64 tolerance; the output equals the sum of the heads' contributions "
+            f"+ D u within {mixed:.3g} x the tolerance")
+    return [Part("head independence (reference)", "verified" if ok else "contradicted", text,
+                 f"{len(cases)} cases: heads = {c0['heads']}, H = {c0['H']}, N = {c0['N']}, L = {c0['L']}, "
+                 f"float64 reference", test="numeric", scale=f"{len(cases)} random cases, float64")]
+
+
+def settle_converters(data: dict) -> list:
+    """R5: the RotRNN <-> LRU converters give the same outputs on the float64 reference."""
+    from linrnn.experiments.evidence import Part, num as _num
+
+    conv = data["converters"]
+    worst = max(_num(c["rel"]) / _num(c["rtol"]) for c in conv)
+    return [Part("converters (reference)", "verified" if worst <= 1 else "contradicted",
+                 f"RotRNN <-> LRU converters on {len(conv)} random bundles: outputs agree, worst error / "
+                 f"tolerance {worst:.3g}", "float64 reference, H = 6, L = 33", test="numeric",
+                 scale=f"{len(conv)} random bundles, float64")]

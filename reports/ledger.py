@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from linrnn.experiments import long_shift, lra_reduced, norm_position, norms_listops, speech, subtrees_segmentation
-from linrnn.experiments import normstudy, synthetic_tasks, tasks as tasks_section
+from linrnn.experiments import montecarlo, normstudy, reference, synthetic_tasks, tasks as tasks_section
 from linrnn.experiments.evidence import (CV_REPRODUCED, DRIFT_FACTOR, EXPONENT_BOUND, FAILS_R2,  # noqa: F401
                                          MARGIN_ACCURACY, RANK, SOLVED_R2, Part, holm_contradictions, num)
 from linrnn.experiments.speed import settle_d9
@@ -190,79 +190,24 @@ def theory_part(claim_id: str) -> Source:
     return Source("theory", "derivation (theory)", THEORY_SHAPE, settle)
 
 
-def _r3_montecarlo(data: dict) -> list[Part]:
-    rows = {r["start"]: r for r in data["r3"]}
-    mc = data["montecarlo"]["config"]
-    holds = [s for s, r in rows.items() if r["constant"]]
-    text = ("E||x_t||^2 = 1 at every stored t (1 inside the family-wise band), torch and JAX layers: "
-            + "; ".join(f"from {s}: {'holds' if r['constant'] else 'does not hold'}" for s, r in rows.items())
-            + ("; every curve agrees with its closed form" if all(r["agrees"] for r in rows.values())
-               else "; some curves disagree with their closed forms"))
-    power = None
-    if not all(r["agrees"] for r in rows.values()):
-        verdict = "inconclusive"
-        power = {"seeds_per_arm": None, "cpu_hours": None, "assumption": "Monte Carlo curves that agree with their "
-                 "closed forms (more sequences: the full `linrnn report --out DIR` runs 2,000 per framework)"}
-    elif len(holds) == len(rows):
-        verdict = "verified"
-    else:
-        verdict = "contradicted (in part)" if holds else "contradicted"
-    return [Part("Monte Carlo (theory)", verdict, text,
-                 f"{mc['n_seq']} sequences per framework, t up to {mc['T']}, float64", test="numeric",
-                 scale=f"Monte Carlo, {mc['n_seq']} sequences, t <= {mc['T']}", power=power)]
-
-
 R3_MC = Source("theory", "Monte Carlo (theory)",
                {"r3": [{"start": str, "constant": bool, "agrees": bool}],
-                "montecarlo": {"config": {"n_seq": int, "T": int}}}, _r3_montecarlo)
+                "montecarlo": {"config": {"n_seq": int, "T": int}}}, montecarlo.settle_r3_montecarlo)
 
 
 # -- reference: R4, R5 --------------------------------------------------------------------------
 
-def _param_counts(data: dict) -> list[Part]:
-    checks = data["param_counts"]
-    ok = all(c["count"] == c["formula_value"] for c in checks)
-    text = ("parameter counts against heads(N^2 + N/2 + 1 + NH) + H heads N + H: "
-            + "; ".join(f"{c['config']}: {c['count']} vs {c['formula_value']}" for c in checks))
-    return [Part("parameter count (reference)", "verified" if ok else "contradicted", text, "bundle shapes",
-                 test="numeric", scale=f"{len(checks)} configurations")]
-
-
-def _head_independence(data: dict) -> list[Part]:
-    cases = data["head_independence"]
-    others = max(_num(c["other_max_ratio"]) for c in cases)
-    moved = min(_num(c["changed_rel"]) / _num(c["changed_rtol"]) for c in cases)
-    mixed = max(_num(c["sum_ratio"]) for c in cases)
-    ok = others <= 1.0 and moved > 1.0 and mixed <= 1.0
-    c0 = cases[0]
-    text = (f"changing one head's {', '.join(c0['changed'])} moves that head's contribution C[:, head] x^h_t "
-            f"(smallest change {moved:.3g} x the tolerance) and leaves every other head's within "
-            f"{others:.3g} x the float64 tolerance; the output equals the sum of the heads' contributions "
-            f"+ D u within {mixed:.3g} x the tolerance")
-    return [Part("head independence (reference)", "verified" if ok else "contradicted", text,
-                 f"{len(cases)} cases: heads = {c0['heads']}, H = {c0['H']}, N = {c0['N']}, L = {c0['L']}, "
-                 f"float64 reference", test="numeric", scale=f"{len(cases)} random cases, float64")]
-
-
 PARAM_COUNTS = Source("reference", "parameter count (reference)",
-                      {"param_counts": [{"config": str, "count": int, "formula_value": int}]}, _param_counts)
+                      {"param_counts": [{"config": str, "count": int, "formula_value": int}]},
+                      reference.settle_param_counts)
 HEADS = Source("reference", "head independence (reference)",
                {"head_independence": [{"changed": [str], "heads": int, "H": int, "N": int, "L": int,
                                        "other_max_ratio": Number, "changed_rel": Number, "changed_rtol": Number,
-                                       "sum_ratio": Number}]}, _head_independence)
-
-
-def _converters(data: dict) -> list[Part]:
-    conv = data["converters"]
-    worst = max(_num(c["rel"]) / _num(c["rtol"]) for c in conv)
-    return [Part("converters (reference)", "verified" if worst <= 1 else "contradicted",
-                 f"RotRNN <-> LRU converters on {len(conv)} random bundles: outputs agree, worst error / "
-                 f"tolerance {worst:.3g}", "float64 reference, H = 6, L = 33", test="numeric",
-                 scale=f"{len(conv)} random bundles, float64")]
+                                       "sum_ratio": Number}]}, reference.settle_head_independence)
 
 
 CONVERTERS = Source("reference", "converters (reference)",
-                    {"converters": [{"rel": Number, "rtol": Number}]}, _converters)
+                    {"converters": [{"rel": Number, "rtol": Number}]}, reference.settle_converters)
 
 
 def _runs_shape(model: str, shape: dict) -> Callable[[Any], str | None]:

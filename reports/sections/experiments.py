@@ -129,9 +129,18 @@ def interval(cell: dict) -> tuple[float, float]:
     return mean - half, mean + half
 
 
+def _trivial_bar(stored: dict, task) -> float | None:
+    """The best trivial predictor's score of a task in the record, where it has one setting of that task (a task run at
+    several lengths has several bars: none is drawn)."""
+    scores = {e["best"]["score"] for e in stored.get("trivial") or [] if isinstance(e, dict) and e.get("task") == task
+              and isinstance(e.get("best"), dict) and isinstance(e["best"].get("score"), (int, float))}
+    return scores.pop() if len(scores) == 1 else None
+
+
 def dot_plot(stored: dict) -> dict | None:
     """One experiment as a dot plot: a panel per task, a category per cell, each seed's value a dot, the mean a
-    diamond with its interval; the chance level, where the cells have one, as a dotted line. None: no values."""
+    diamond with its interval; the chance level, where the cells have one, as a dotted line, and the task's best
+    trivial predictor (the bar "learned" is judged against) as a dashed one. None: no values."""
     keys = [k for k in stored["keys"] if k not in PANEL_KEYS]
     tasks = list(dict.fromkeys(c.get("task") for c in stored["cells"]))
     panels, widest = [], 0
@@ -158,6 +167,9 @@ def dot_plot(stored: dict) -> dict | None:
                                           high=[b[1] for b in bounds], line="none", marker="D"))
         chance = cells[0].get("chance")
         hlines = [plots.hline(chance, "chance", line=":")] if isinstance(chance, (int, float)) else []
+        bar = _trivial_bar(stored, task)
+        if bar is not None:
+            hlines.append(plots.hline(bar, "best trivial predictor", line="--"))
         names = [" ".join(str(c.get(k)) for k in keys) for c in cells]
         widest = max(widest, len(cells))
         panels.append(plots.panel(str(task), "", str(cells[0].get("metric") or ""), items, legend=False,
