@@ -37,7 +37,7 @@ SHORT = {
     "D1": "LRA without discretisation \u2248 S4/S4D",
     "D2": "signal over a million steps",
     "D3": "size N expresses any length-N kernel",
-    "D4": "Shift solved, ContextShift fails",
+    "D4": "Shift solved, ContextShift a struggle",
     "D5": "SubTrees, Segmentation: beats attention",
     "D6": "Speech Commands 10: 97.1 %, as S4",
     "D7": "PG-19 at 1.2B: as a Transformer",

@@ -402,8 +402,8 @@ CLAIMS: tuple[Claim, ...] = (
           published="the DLR paper: Shift learnt perfectly at L = 0.5M (N = 4,096, H = 32, DLR-prod); the steps of "
                     "those runs (24,000 = 12 epochs of 8,000 samples) are this project's assumption"),
     Claim("D3", "DLR", "periodic initialisation: a size-N DLR expresses any length-N kernel", (theory_part("D3"),)),
-    Claim("D4", "DLR", "synthetic tasks: near-perfect where few kernels suffice (Shift), poor where "
-          "context-dependent shifts are needed (ContextShift fails)", (D4_TASKS, D4_EXPERIMENT),
+    Claim("D4", "DLR", "synthetic tasks: near-perfect where few kernels suffice (Shift), struggles where the shift "
+          "depends on the context (ContextShift)", (D4_TASKS, D4_EXPERIMENT),
           untested=("poor where many kernels are needed: at L = 64 = N the periodic initialisation expresses every "
                     "kernel of length L (D3), so these runs cannot show it; the many-kernel tasks are reported beside",
                     "Shift at 0.5M length (the long-shift experiment of D2 reaches 4,096)")),

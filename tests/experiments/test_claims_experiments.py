@@ -413,18 +413,26 @@ def test_d4_settles_on_shift_and_context_shift_at_the_controls_length_and_names_
     assert "many mean R^2 0.700 over 3 tasks" in parts[0].evidence                # DLR's many-kernel tasks
     assert "context mean R^2 0.600 over 6 tasks" in parts[0].evidence             # LRU's / RotRNN's
     assert "The same seed in JAX" in parts[0].evidence                             # a check, not a replicate
-    assert deciding[1].n == ((2,) if diverged else (3,)) and "at L = 16" in deciding[1].evidence
+    assert deciding[1].part.startswith("struggles") and "at L = 16" in deciding[1].evidence
+    assert deciding[1].test == "Welch's t, one-sided (DLR below the control)"
+    assert deciding[1].n == ((2, 3) if diverged else (3, 3))
     assert deciding[0].baseline == {"name": "planted predictor", "score": 0.24}
-    # ContextShift at L = 64, where no control ran, is shown beside: it decides nothing
-    [beside] = [p for p in parts if not p.decides]
-    assert "at L = 64" in beside.evidence and "side finding: no control ran at L = 64" in beside.evidence
+    # the project's stronger reading (fails below 0.5) at L = 16, and ContextShift at L = 64 where no control ran,
+    # are shown beside: they decide nothing
+    at16, at64 = [p for p in parts if not p.decides]
+    assert at16.part.startswith("fails (below R^2 0.5)") and "at L = 16" in at16.evidence
+    assert "at L = 64" in at64.evidence and "side finding: no control ran at L = 64" in at64.evidence
 
 
-def test_d4_without_a_learning_control_never_says_dlr_fails_context_shift():
+def test_d4_without_a_learning_control_never_says_dlr_struggles_on_context_shift():
     shift, context = [p for p in settle(ledger.D4_EXPERIMENT, [d4_record(0.999, 0.05, control=(0.02, 0.03, 0.01))])
                       if p.decides]
     assert shift.verdict == "reproduced" and context.verdict == "inconclusive"
-    assert "the control did not learn" in context.evidence
+    assert context.control["learned"] is False and "not shown to learn" in context.evidence
+    # DLR below a control that learned nothing is still no struggle
+    shift, context = [p for p in settle(ledger.D4_EXPERIMENT, [d4_record(0.999, 0.001, control=(0.02, 0.03, 0.01))])
+                      if p.decides]
+    assert context.verdict == "inconclusive" and "the control did not learn" in context.evidence
 
 
 def test_d4_a_control_at_another_length_vouches_for_nothing():

@@ -120,15 +120,15 @@ def test_d4_reproduced_needs_three_seeds_a_test_and_a_control_that_learned():
     shift, context = tasks_parts(ledger.build({"tasks": [tasks_record(0.01)]}))
     assert shift["verdict"] == context["verdict"] == "reproduced"
     assert shift["baseline"] == {"name": "window", "score": 0.4} and context["baseline"]["score"] == 0.08
-    assert context["test"].startswith("one-sample t") and context["n"] == [3] and context["p"] < 0.05
-    assert context["ci"][1] < ledger.FAILS_R2 and context["control"] == {"name": "context-shift-attention",
-                                                                         "learned": True}
+    assert context["test"] == "Welch's t, one-sided (DLR below the control)" and context["n"] == [3, 3]
+    assert context["p"] < 0.05 and context["ci"][1] < 0 and context["control"] == {"name": "context-shift-attention",
+                                                                                   "learned": True}
     # two seeds: the same numbers, no decision
     assert {p["verdict"] for p in tasks_parts(ledger.build({"tasks": [tasks_record(0.01, seeds=(0, 1))]}))} == \
         {"inconclusive"}
     # the control did not learn (attention at chance too): DLR failing says nothing about DLR
     failed = tasks_parts(ledger.build({"tasks": [tasks_record(0.01, control=(0.02, 0.03, 0.01))]}))[1]
-    assert failed["verdict"] == "inconclusive" and "the control did not learn" in failed["evidence"]
+    assert failed["verdict"] == "inconclusive" and "not shown to learn" in failed["evidence"]
     assert failed["control"]["learned"] is False
     # no control at all
     missing = tasks_parts(ledger.build({"tasks": [tasks_record(0.01, control=None)]}))[1]
@@ -359,8 +359,8 @@ def test_ledger_json_has_every_field_of_every_part_null_where_it_does_not_apply(
             assert p["command"] or (c["claim"] == "D7" and "out of reach" in p["evidence"]), (c["claim"], p["part"])
     d4 = next(c for c in claims if c["claim"] == "D4")
     assert d4["verdict"] == "not run here"          # its experiment part has no record here
-    context = next(p for p in d4["parts"] if (p["part"] or "").startswith("fails where") and p["decides"])
-    assert context["test"].startswith("one-sample t") and context["margin"] is None and context["alpha"] == 0.05
+    context = next(p for p in d4["parts"] if (p["part"] or "").startswith("struggles") and p["decides"])
+    assert context["test"].startswith("Welch's t, one-sided") and context["margin"] is None and context["alpha"] == 0.05
     assert context["control"] == {"name": "context-shift-attention", "learned": True}
     assert context["command"] == "linrnn report --recompute --out DIR"
     d7 = next(c for c in claims if c["claim"] == "D7")["parts"][0]
