@@ -15,8 +15,8 @@ from dataclasses import replace
 
 from linrnn.experiments import stats
 from linrnn.experiments.evidence import (FAILS_R2, SOLVED_R2, Part, baseline_of, diverged, experiment_control,
-                                         mean_sd, needs, public, run_seconds, threshold_part, trivial_for,
-                                         with_control)
+                                         mean_sd, needs, public, run_seconds, trivial_for, with_control)
+from linrnn.experiments.rules import threshold_part
 from linrnn.experiments.runner import Control, Experiment, Job
 from linrnn.impls.specs import spec
 

@@ -23,7 +23,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from linrnn.experiments.evidence import Part, arm_runs, better_parts, matches_parts, mean_sd, side
+from linrnn.experiments.evidence import Part, mean_sd, side
+from linrnn.experiments.rules import arm_runs, better_parts, matches_parts
 from linrnn.experiments.norms_listops import LISTOPS_QUICK, listops_control
 from linrnn.experiments.reduced_training import LISTOPS, PATHFINDER, DataSet
 from linrnn.experiments.runner import Control, Experiment, Job

@@ -22,8 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from linrnn.experiments import stats
-from linrnn.experiments.evidence import (Part, arm_runs, baseline_of, mean_sd, needs, power_two_arms,
-                                         regression_learned, run_seconds, trivial_for, tested)
+from linrnn.experiments.evidence import (Part, baseline_of, mean_sd, needs, power_two_arms, regression_learned,
+                                         run_seconds, trivial_for, tested)
+from linrnn.experiments.rules import arm_runs
 from linrnn.experiments.runner import Experiment, Job
 
 D8_TASKS = ("reverse", "masked_select_fixed")   # tasks a trivial predictor does not solve (R^2 0.02 at L = 64)

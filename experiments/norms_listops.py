@@ -4,7 +4,7 @@
 R8: "RotRNN's hidden-state norm stays almost constant over training, across depth and seeds; the LRU's fluctuates
 and settles slowly". Each run measures, every few steps, each layer's mean state norm on fixed validation
 expressions; its coefficient of variation (CV) over training is the row's value. `settle_r8_listops` applies
-`evidence.flatter_by_layer` per layer (RotRNN's CV at most CV_REPRODUCED x the LRU's, a one-sided Welch t of the
+`rules.flatter_by_layer` per layer (RotRNN's CV at most CV_REPRODUCED x the LRU's, a one-sided Welch t of the
 log CVs; every layer must hold). The runs are the early phase of training (about one epoch): the arms' final test
 accuracy against the best trivial predictor is printed beside, and the rule does not need them to have learned
 ListOps (it measures the norms' behaviour while training, whatever is learnt). The short-ListOps control runs at
@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from linrnn.experiments.evidence import Part, arm_runs, flatter_by_layer, mean_sd, trivial_for
+from linrnn.experiments.evidence import Part, mean_sd, trivial_for
+from linrnn.experiments.rules import arm_runs, flatter_by_layer
 from linrnn.experiments.reduced_training import LISTOPS, DataSet, ensure_data
 from linrnn.experiments.runner import Control, Experiment, Job, _thin
 from linrnn.impls.results import NORM_RUN, NormRunRecord, read, write

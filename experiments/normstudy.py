@@ -335,11 +335,12 @@ def few_words(scope: str) -> str:
 
 
 def settle_r8(data: dict, scale: str = "") -> list:
-    """R8 on the norms section (CumSum): `evidence.flatter_by_layer` on the per-seed CVs; the spread across layers
+    """R8 on the norms section (CumSum): `rules.flatter_by_layer` on the per-seed CVs; the spread across layers
     and seeds at the end of training is reported beside it (it decides nothing)."""
     from dataclasses import replace
 
-    from linrnn.experiments.evidence import flatter_by_layer, num
+    from linrnn.experiments.evidence import num
+    from linrnn.experiments.rules import flatter_by_layer
 
     table = data["table"]
     layers = sorted({r["layer"] for r in table})

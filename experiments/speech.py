@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from linrnn.experiments.evidence import Part, matches_parts, needs, side
+from linrnn.experiments.evidence import Part, needs, side
+from linrnn.experiments.rules import matches_parts
 from linrnn.experiments.reduced_training import SPEECH, DataSet
 from linrnn.experiments.runner import Control, Experiment, Job
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from linrnn.experiments.evidence import Part, arm_runs, better_parts, chance_of, mean_sd
+from linrnn.experiments.evidence import Part, chance_of, mean_sd
+from linrnn.experiments.rules import arm_runs, better_parts
 from linrnn.experiments.reduced_training import SEGMENTATION, SUBTREES, DataSet
 from linrnn.experiments.runner import Control, Experiment, Job
 

@@ -24,7 +24,8 @@ import numpy as np
 from linrnn.experiments import stats
 from linrnn.experiments.evidence import (FAILS_R2, SOLVED_R2, Part, baseline_of, diverged, experiment_control,
                                          mean_sd, needs, power_two_arms, public, run_seconds, side, tested,
-                                         threshold_part, trivial_for, with_control)
+                                         trivial_for, with_control)
+from linrnn.experiments.rules import threshold_part
 from linrnn.experiments.runner import GROUP_ORDER, Control, Experiment, Job
 
 # This project's reading of the generators (docs/experiments.md), not the paper's tables: "few" tasks are

@@ -32,8 +32,9 @@ from typing import Any, Callable
 
 from linrnn.experiments import long_shift, lra_reduced, norm_position, norms_listops, speech, subtrees_segmentation
 from linrnn.experiments import montecarlo, normstudy, reference, synthetic_tasks, tasks as tasks_section
-from linrnn.experiments.evidence import (CV_REPRODUCED, DRIFT_FACTOR, EXPONENT_BOUND, FAILS_R2,  # noqa: F401
-                                         MARGIN_ACCURACY, RANK, SOLVED_R2, Part, holm_contradictions, num)
+from linrnn.experiments.evidence import (CV_REPRODUCED, DRIFT_FACTOR, EXPONENT_BOUND, FAILS_R2, MARGIN_ACCURACY,
+                                         RANK, SOLVED_R2, Part, num)  # noqa: F401
+from linrnn.experiments.rules import holm_contradictions
 from linrnn.experiments.speed import settle_d9
 from linrnn.reports.quotes import QUOTES
 

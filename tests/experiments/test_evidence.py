@@ -1,6 +1,6 @@
-"""The rules that turn measurements into evidence (linrnn.experiments.evidence): what "learned" is judged against,
-which control vouches for which arms, how a claim's contradiction tests are adjusted, and what would settle an
-undecided part."""
+"""The rules that turn measurements into evidence (linrnn.experiments.evidence, linrnn.experiments.rules): what
+"learned" is judged against, which control vouches for which arms, how a claim's contradiction tests are adjusted,
+and what would settle an undecided part."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.power import TTestIndPower, TTestPower
 
-from linrnn.experiments import evidence, stats
+from linrnn.experiments import evidence, rules, stats
 from linrnn.experiments.evidence import Part
 
 
@@ -53,10 +53,10 @@ def test_a_claims_contradiction_tests_are_holm_adjusted_together_across_its_sour
     gives 0.06, so neither stands; at p = 0.01 and 0.02 both do. The tests that would show the claim holds are
     left alone (an intersection-union test needs no correction)."""
     parts = [_part("contradicted", 0.03), _part("contradicted", 0.03), Part("s", "reproduced", "holds", p=0.04)]
-    adjusted = evidence.holm_contradictions(parts)
+    adjusted = rules.holm_contradictions(parts)
     assert [p.verdict for p in adjusted] == ["inconclusive", "inconclusive", "reproduced"]
     assert "Holm-adjusted together (adjusted p = 0.06)" in adjusted[0].evidence and adjusted[2].p == 0.04
-    kept = evidence.holm_contradictions([_part("contradicted", 0.01), _part("contradicted", 0.02)])
+    kept = rules.holm_contradictions([_part("contradicted", 0.01), _part("contradicted", 0.02)])
     assert [p.verdict for p in kept] == ["contradicted", "contradicted"] and kept[1].p == pytest.approx(0.02)
     side = evidence.side([_part("contradicted", 0.001)], "another model")
     assert side[0].against is None and not side[0].decides            # a side finding is in no family
@@ -80,10 +80,10 @@ def test_power_matches_statsmodels_and_says_when_no_seed_count_would_do():
 
 def test_a_threshold_part_is_judged_against_the_higher_of_its_bar_and_the_trivial_predictor():
     values = [0.995, 0.996, 0.994]
-    low = evidence.threshold_part(values, 0.99, "greater", "s", "p", "x", "", "reproduced",
+    low = rules.threshold_part(values, 0.99, "greater", "s", "p", "x", "", "reproduced",
                                   baseline={"name": "window", "score": 0.2})
-    high = evidence.threshold_part(values, 0.99, "greater", "s", "p", "x", "", "reproduced",
+    high = rules.threshold_part(values, 0.99, "greater", "s", "p", "x", "", "reproduced",
                                    baseline={"name": "window", "score": 0.999})
     assert low.verdict == "reproduced" and high.verdict == "inconclusive" and "(above 0.999)" in high.test
-    single = evidence.threshold_part([0.7], 0.99, "greater", "s", "p", "x", "", "reproduced")
+    single = rules.threshold_part([0.7], 0.99, "greater", "s", "p", "x", "", "reproduced")
     assert single.n == (1,) and single.effect == 0.7 and single.power["seeds_per_arm"] == stats.MIN_SEEDS

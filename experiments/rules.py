@@ -1,0 +1,323 @@
+"""The rules that decide a part of a claim: a threshold over seeds, "a is better than b", "a matches b", "flatter"
+(R8), and the Holm adjustment of a claim's contradiction tests. Each is judged with the tests of
+`linrnn.experiments.stats`, on arms that learned and controls at the arms' own setting (`linrnn.experiments.evidence`,
+which also says what "learned" and a part are); the experiments' settle functions call them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+
+from linrnn.experiments import stats
+from linrnn.experiments.evidence import (CV_REPRODUCED, MARGIN_ACCURACY, POWER, Part, experiment_control,
+                                         fmt_p, learned, mean_sd, needs, not_learned_power, power_one_sample,
+                                         power_two_arms, public, run_seconds, seeds_for, tested, with_control)
+
+def threshold_part(values: list[float], bar: float, side_: str, source: str, part: str, what: str, scale: str,
+                   holds: str, control: dict | None = None, baseline: dict | None = None,
+                   seconds: float | None = None) -> Part:
+    """A mean over seeds above (side "greater") or below ("less") a bar, by the one-sided one-sample t-test at
+    alpha (an intersection-union part: no family correction): `holds` when it decides with enough seeds, otherwise
+    inconclusive with the seeds that would settle it. Above a bar also means above the best trivial predictor
+    (`baseline`): the test is against the higher of the two."""
+    level = max(bar, baseline["score"]) if side_ == "greater" and baseline is not None else bar
+    if len(values) < 2:
+        return Part(source, "inconclusive", f"{what}: {mean_sd(values)}: a decision needs {stats.MIN_SEEDS} seeds",
+                    part=part, control=public(control), scale=scale, baseline=baseline,
+                    n=(len(values),), effect=float(values[0]) if values else None,
+                    power={"seeds_per_arm": stats.MIN_SEEDS, "cpu_hours": None if seconds is None else
+                           round(stats.MIN_SEEDS * seconds / 3600, 1),
+                           "assumption": "one value: no spread to compute power from; the minimum the ledger decides "
+                                         "with"})
+    test = stats.one_sample(values, level, side_)
+    if min(test.n) < stats.MIN_SEEDS:
+        verdict, why = "inconclusive", f"{min(test.n)} seeds: a decision needs {stats.MIN_SEEDS}"
+    elif test.significant:
+        verdict, why = holds, f"{'above' if side_ == 'greater' else 'below'} {level:g} at alpha {test.alpha:g}"
+    else:
+        verdict, why = "inconclusive", f"not shown {'above' if side_ == 'greater' else 'below'} {level:g} at alpha " \
+            f"{test.alpha:g}"
+    verdict, why = with_control(verdict, why, control)
+    bar_words = "" if level == bar else f" (the best trivial predictor, {baseline['name']}, scores {level:.3f})"
+    power = power_one_sample(values, level, side_, seconds) if verdict == "inconclusive" else None
+    return Part(source, verdict, f"{what}: {mean_sd(values)}{bar_words}; " + test.words("mean") + f": {why}",
+                part=part, control=public(control), scale=scale, baseline=baseline, power=power, **tested(test))
+
+
+def arm_runs(stored: dict, **labels) -> list[dict]:
+    """The finished runs of one arm (positive controls' own runs excluded)."""
+    return [r for r in stored["runs"] if not r.get("control") and r.get("status") == "ok"
+            and r.get("value") is not None and all(r.get(k) == v for k, v in labels.items())]
+
+
+def cell(stored: dict, **labels) -> dict | None:
+    return next((c for c in stored["cells"] if all(c.get(k) == v for k, v in labels.items())), None)
+
+
+def _correct(run: dict) -> list[bool] | None:
+    pred = run.get("predictions")
+    if not isinstance(pred, dict) or not isinstance(pred.get("predicted"), list):
+        return None
+    return [a == b for a, b in zip(pred["predicted"], pred["label"])]
+
+
+def paired_or_seeds(a: list[dict], b: list[dict]) -> tuple[str, list[float], list[float], list | None, list | None]:
+    """How two arms can be compared: "seeds" (3 or more finished seeds each), "paired" (one run each, with
+    per-example test predictions on the same examples), or "none"."""
+    va, vb = [float(r["value"]) for r in a], [float(r["value"]) for r in b]
+    if min(len(va), len(vb)) >= stats.MIN_SEEDS:
+        return "seeds", va, vb, None, None
+    if len(a) == 1 and len(b) == 1:
+        ca, cb = _correct(a[0]), _correct(b[0])
+        same = ca is not None and cb is not None and a[0]["predictions"]["label"] == b[0]["predictions"]["label"]
+        if same:
+            return "paired", va, vb, ca, cb
+    return "none", va, vb, None, None
+
+
+def _why_none(va: list[float], vb: list[float]) -> str:
+    return (f"{len(va)} / {len(vb)} finished seeds per arm and no paired per-example predictions: a decision needs "
+            f"{stats.MIN_SEEDS} seeds per arm or a paired test over the test examples")
+
+
+def _both_learned(stored: dict, ra: list[dict], rb: list[dict], A: str, B: str) -> tuple[bool, str, dict | None, dict]:
+    """Whether both arms learned (above the best trivial predictor and chance), the words, the task's baseline, and
+    what would settle a comparison that cannot decide for that reason (a `Part.power`)."""
+    la, ta, base = learned(ra, stored)
+    lb, tb, base_b = learned(rb, stored)
+    words = f"{A}: {ta}; {B}: {tb}"
+    missing = [name for name, ok in ((A, la), (B, lb)) if ok is not True]
+    if not missing:
+        return True, words, base or base_b, {}
+    failed = [name for name, ok in ((A, la), (B, lb)) if ok is False]
+    who = " and ".join(missing)
+    verb = "are" if len(missing) > 1 else "is"
+    if failed:
+        how = f"{' and '.join(failed)} did not learn" + (f", {' and '.join(n for n in missing if n not in failed)} "
+                                                          "is not shown to have" if len(failed) < len(missing) else "")
+        power = not_learned_power(f"{' and '.join(failed)} did not learn above the trivial bar at this budget")
+    else:
+        how = f"{who} {verb} not shown to have learned"
+        no_bar = base is None and base_b is None
+        power = {"seeds_per_arm": None, "cpu_hours": None,
+                 "assumption": ("the record has no trivial baseline of this task: rerunning its experiment measures it "
+                                "(no training: the finished runs are reused)") if no_bar else
+                 "more seeds: whether the arms learned is not decided at this number of runs"}
+    return False, f"{how} (above the best trivial predictor and chance): {words}", base or base_b, power
+
+
+def _gated(verdict: str, why: str, both: bool, learned_words: str, unlearned: dict, control: dict | None,
+           power: Callable[[], dict]) -> tuple[str, str, dict | None]:
+    """A comparison's verdict once its arms and control are judged: it decides only when both arms learned and the
+    control (where needed) learned; an undecided one says what would settle it (`unlearned` where an arm did not
+    learn, else `power()`)."""
+    if not both:
+        verdict, why = "inconclusive", why + f"; but {learned_words}: an arm that did not learn decides no comparison"
+    verdict, why = with_control(verdict, why, control)
+    if verdict != "inconclusive":
+        return verdict, why, None
+    return verdict, why, (unlearned if not both else power())
+
+
+def better_parts(stored: dict, comparisons: list[tuple[str, str, str]], part: str, names: dict[str, str],
+                 control_needed: bool = True) -> list[Part]:
+    """"a is better than b" on each (task, a, b): Welch's t over seeds (or exact McNemar for one paired run each),
+    two-sided, each at alpha (an intersection-union part). Reproduced when a is better, contradicted when worse (its
+    raw test in `against`, Holm-adjusted over the claim by the ledger), otherwise inconclusive. A comparison decides
+    only when both arms learned (above the task's best trivial predictor) and the task's control at the arms'
+    setting learned."""
+    parts = []
+    for task, a, b in comparisons:
+        ra, rb = arm_runs(stored, task=task, model=a), arm_runs(stored, task=task, model=b)
+        A, B = names.get(a, a), names.get(b, b)
+        this = part.format(task=task)
+        control = experiment_control(stored, task, ra + rb) if control_needed else None
+        if not ra or not rb:
+            parts.append(Part("", "inconclusive", f"{task}: {A} or {B} has no finished run", part=this,
+                              control=public(control), power=needs(f"finished runs of {A} and {B} (rerunning the "
+                                                                   "experiment trains only what is missing)")))
+            continue
+        how, va, vb, ca, cb = paired_or_seeds(ra, rb)
+        what = f"{task}: {A} {mean_sd(va)} vs {B} {mean_sd(vb)}"
+        test = stats.welch(va, vb) if how == "seeds" else stats.mcnemar(ca, cb) if how == "paired" else None
+        both, learned_words, baseline, unlearned = _both_learned(stored, ra, rb, A, B)
+        seconds = (run_seconds(ra), run_seconds(rb))
+        if test is None:
+            parts.append(Part("", "inconclusive", f"{what}: {_why_none(va, vb)}", part=this, control=public(control),
+                              baseline=baseline, power=power_two_arms(va, vb, effect=np.mean(va) - np.mean(vb),
+                                                                      seconds=seconds, what=what)))
+            continue
+        if test.significant and test.effect > 0:
+            verdict, why = "reproduced", f"{A} better at alpha {test.alpha:g}"
+        elif test.significant:
+            verdict, why = "contradicted", f"{B} better at alpha {test.alpha:g}"
+        else:
+            verdict, why = "inconclusive", "no difference shown"
+        verdict, why, power = _gated(verdict, why, both, learned_words, unlearned, control,
+                                     lambda: power_two_arms(va, vb, effect=test.effect, seconds=seconds, what=what))
+        parts.append(Part("", verdict, f"{what}; " + test.words(f"{A} - {B}") + f": {why}"
+                          + (f". Learned: {learned_words}" if both else "")
+                          + (f"; {control['evidence']}" if control and control.get('evidence') else ""),
+                          part=this, control=public(control), baseline=baseline, power=power,
+                          against=test if test.effect < 0 else None, **tested(test)))
+    return parts
+
+
+def matches_parts(stored: dict, comparisons: list[tuple[str, str, str]], part: str, names: dict[str, str],
+                  margin: float = MARGIN_ACCURACY, at_least: bool = True) -> list[Part]:
+    """"a matches (or beats) b" on each (task, a, b), against the margin MARGIN_ACCURACY, each at alpha (an
+    intersection-union part). With 3 or more seeds per arm: reproduced when a is equivalent to b within the margin
+    (TOST) or better (Welch's t, two-sided) - and, for a claim that a is no worse (`at_least`: "matches or beats",
+    "comparable or better"), when a's mean is not lower: an equivalent but lower arm is not evidence that it is no
+    worse; contradicted when a is worse by more than the margin (one-sided Welch's t, kept raw in `against` for the
+    ledger's Holm over the claim). With one paired run each (exact McNemar): reproduced when a is better,
+    contradicted when its interval lies below -margin. Every part records the margin and all three tests (TOST
+    first when nothing decided). A comparison decides only when both arms learned and the control at the arms'
+    setting learned."""
+    parts = []
+    for task, a, b in comparisons:
+        ra, rb = arm_runs(stored, task=task, model=a), arm_runs(stored, task=task, model=b)
+        A, B = names.get(a, a), names.get(b, b)
+        this = part.format(task=task)
+        control = experiment_control(stored, task, ra + rb)
+        if not ra or not rb:
+            parts.append(Part("", "inconclusive", f"{task}: {A} or {B} has no finished run", part=this,
+                              control=public(control), margin=margin,
+                              power=needs(f"finished runs of {A} and {B} (rerunning the experiment trains only what "
+                                          "is missing)")))
+            continue
+        how, va, vb, ca, cb = paired_or_seeds(ra, rb)
+        what = f"{task}: {A} {mean_sd(va)} vs {B} {mean_sd(vb)}"
+        both, learned_words, baseline, unlearned = _both_learned(stored, ra, rb, A, B)
+        seconds = (run_seconds(ra), run_seconds(rb))
+        if how == "none":
+            parts.append(Part("", "inconclusive", f"{what}: {_why_none(va, vb)}", part=this, control=public(control),
+                              margin=margin, baseline=baseline,
+                              power=power_two_arms(va, vb, margin=margin, seconds=seconds)))
+            continue
+        against = None
+        if how == "paired":
+            test = stats.mcnemar(ca, cb)
+            if test.significant and test.effect > 0:
+                verdict, why, decided = "reproduced", f"{A} better at alpha {test.alpha:g}", test
+            elif test.significant and test.ci[1] < -margin:
+                verdict, why, decided = "contradicted", f"{A} worse by more than the margin {margin:g}", test
+                against = test
+            else:
+                verdict, why, decided = "inconclusive", (f"neither better nor worse beyond the margin {margin:g} "
+                                                         "(one run each: equivalence needs seeds)"), test
+            detail, others = test.words(f"{A} - {B}"), ()
+        else:
+            tost, better, worse = stats.tost(va, vb, margin), stats.welch(va, vb), stats.beyond_margin(va, vb, margin)
+            against = worse
+            if tost.significant and at_least and tost.effect < 0:
+                verdict, why, decided = "inconclusive", (f"equivalent within +-{margin:g} at alpha {tost.alpha:g}, but "
+                                                         f"{A}'s mean is lower: not shown to match or beat"), tost
+            elif tost.significant:
+                verdict, why, decided = "reproduced", f"equivalent within +-{margin:g} at alpha {tost.alpha:g}", tost
+            elif better.significant and better.effect > 0:
+                verdict, why, decided = "reproduced", f"{A} better at alpha {better.alpha:g}", better
+            elif worse.significant:
+                verdict, why, decided = "contradicted", f"{A} worse by more than {margin:g} at alpha {worse.alpha:g}", \
+                    worse
+            else:
+                verdict, why, decided = "inconclusive", (f"neither equivalent within +-{margin:g}, nor better, nor "
+                                                         f"worse beyond the margin at this number of seeds"), tost
+            detail = "; ".join([better.words(f"{A} - {B}"), f"TOST p = {fmt_p(tost.p)}",
+                                f"worse beyond the margin: p = {fmt_p(worse.p)}"])
+            others = tuple(t for t in (tost, better, worse) if t is not decided)
+        verdict, why, power = _gated(verdict, why, both, learned_words, unlearned, control,
+                                     lambda: power_two_arms(va, vb, margin=margin, seconds=seconds))
+        fields = tested(decided, *others)
+        parts.append(Part("", verdict, f"{what}; {detail}: {why}" + (f". Learned: {learned_words}" if both else "")
+                          + (f"; {control['evidence']}" if control and control.get('evidence') else ""),
+                          part=this, control=public(control), baseline=baseline, power=power, against=against,
+                          **{**fields, "margin": margin}))
+    return parts
+
+
+def flatter_by_layer(cvs: dict[tuple[str, int], list[float]], layers: list[int], source: str, scale: str,
+                     seconds: tuple[float | None, float | None] = (None, None)) -> list[Part]:
+    """R8, one part per layer: RotRNN's coefficient of variation over training (one value per seed) against the
+    LRU's. "Flatter" (reproduced) when RotRNN's CV is at most CV_REPRODUCED x the LRU's: a one-sided Welch t-test of
+    the log CVs, mean(log RotRNN) - mean(log LRU) < log CV_REPRODUCED (a ratio of geometric means), at alpha (an
+    intersection-union part: every layer must hold). Less flat (contradicted) when RotRNN's log CV is higher by a
+    two-sided Welch t (raw in `against`; the ledger adjusts it by Holm over the claim). Otherwise inconclusive,
+    with the seeds that would settle it."""
+    from statsmodels.stats.weightstats import CompareMeans, DescrStatsW
+
+    parts = []
+    for layer in layers:
+        rot, lru = cvs.get(("rotrnn", layer), []), cvs.get(("lru", layer), [])
+        part = f"flatter than the LRU's in layer {layer}"
+        if min(len(rot), len(lru)) < 2 or min(rot + lru) <= 0:
+            parts.append(Part(source, "inconclusive", f"layer {layer}: RotRNN has {len(rot)} and the LRU {len(lru)} "
+                              "finished seeds with positive CVs: no spread to judge by", scale, part=part,
+                              power=needs("at least 3 finished seeds per model", stats.MIN_SEEDS)))
+            continue
+        lr, ll = np.log(rot), np.log(lru)
+        bound = math.log(CV_REPRODUCED)
+        compare = CompareMeans(DescrStatsW(lr), DescrStatsW(ll))
+        _, p_ratio, df = compare.ttest_ind(alternative="smaller", usevar="unequal", value=bound)
+        _, high = compare.tconfint_diff(alpha=stats.ALPHA, alternative="smaller", usevar="unequal")
+        diff = float(lr.mean() - ll.mean())
+        ratio = stats.Test(f"Welch's t of log CVs, one-sided (ratio below {CV_REPRODUCED:g})", (len(rot), len(lru)),
+                           math.exp(diff), (0.0, math.exp(float(high))), float(p_ratio), df=float(df),
+                           note="effect and interval as the ratio of geometric means exp(mean log RotRNN - mean log "
+                                "LRU); the interval's high end is the one-sided 95 % bound")
+        higher = stats.welch(lr, ll)
+        enough = min(ratio.n) >= stats.MIN_SEEDS
+        if not enough:
+            verdict, why = "inconclusive", f"{min(ratio.n)} seeds per arm: a decision needs {stats.MIN_SEEDS}"
+        elif ratio.significant:
+            verdict, why = "reproduced", f"at most {CV_REPRODUCED:g} x the LRU's at alpha {ratio.alpha:g}"
+        elif higher.significant and higher.effect > 0:
+            verdict, why = "contradicted", "higher than the LRU's at alpha"
+        else:
+            verdict, why = "inconclusive", (f"not shown at most {CV_REPRODUCED:g} x the LRU's (ratio "
+                                            f"{math.exp(diff):.2f}, one-sided p = {fmt_p(ratio.p)})")
+        power = None
+        if verdict == "inconclusive":
+            power = power_two_arms(list(lr), list(ll), effect=bound - diff if diff < bound else None,
+                                   seconds=seconds, what=f"ratio {math.exp(diff):.2f} is not below {CV_REPRODUCED:g}")
+            if power["seeds_per_arm"] is not None:      # a one-sided test: solve again for it
+                from statsmodels.stats.power import TTestIndPower
+
+                sd = math.sqrt((lr.var(ddof=1) + ll.var(ddof=1)) / 2)
+                n = seeds_for(TTestIndPower(), (bound - diff) / sd, POWER, "larger")
+                hours = None if None in seconds or n is None else round(n * (seconds[0] + seconds[1]) / 3600, 1)
+                power = {"seeds_per_arm": n, "cpu_hours": hours,
+                         "assumption": f"the observed ratio {math.exp(diff):.2f} and SD of the log CVs {sd:.3g}, "
+                                       f"one-sided against {CV_REPRODUCED:g}, alpha {stats.ALPHA:g}, "
+                                       f"{int(POWER * 100)} % power (statsmodels' TTestIndPower)"}
+        parts.append(Part(source, verdict,
+                          f"layer {layer}: CV of the mean state norm over training, RotRNN {mean_sd(rot)} vs LRU "
+                          f"{mean_sd(lru)}; " + ratio.words("ratio of geometric means") + f": {why}", scale,
+                          part=part, power=power, against=higher if higher.effect > 0 else None,
+                          **tested(ratio, higher)))
+    return parts
+
+
+def holm_contradictions(parts: list[Part]) -> list[Part]:
+    """The claim's family of contradiction tests (each deciding part's `against`) Holm-adjusted together, whatever
+    source they come from: a part stays contradicted only when its adjusted p is below alpha; otherwise it becomes
+    inconclusive and says so. Parts without a contradiction test are unchanged."""
+    family = [i for i, p in enumerate(parts) if p.decides and p.against is not None]
+    if len(family) < 2:
+        return parts
+    adjusted = stats.holm([parts[i].against for i in family])
+    out = list(parts)
+    for i, test in zip(family, adjusted):
+        p = out[i]
+        if p.verdict == "contradicted" and not test.significant:
+            out[i] = replace(p, verdict="inconclusive", evidence=p.evidence + (
+                f"; not contradicted once the claim's {len(family)} contradiction tests are Holm-adjusted together "
+                f"(adjusted p = {fmt_p(test.p)})"))
+        elif p.verdict == "contradicted":
+            out[i] = replace(p, p=test.p, test=test.name, evidence=p.evidence + (
+                f"; Holm over the claim's {len(family)} contradiction tests: adjusted p = {fmt_p(test.p)}"))
+    return out
