@@ -2,10 +2,12 @@
 
     linrnn experiment --list
     linrnn experiment NAME [--quick] [--data DIR] [--runs DIR] [--out FILE] [--quiet] [--only LABEL=VALUE]
+                           [--executor serial|local[:N]|slurm] [--retries N] [--cluster FILE] ...
 
 Each experiment is one module of `linrnn.experiments` that holds its jobs, controls and scale, and the settle
 functions of its claims (the rules, `linrnn.experiments.evidence`): a claim's runs, rule and record are read in one
-file. How an experiment runs and what its record holds: `linrnn.experiments.runner`.
+file. How an experiment runs and what its record holds: `linrnn.experiments.runner`; where its jobs run (this
+process, local worker processes, a SLURM cluster): `linrnn.tasks.sweep`.
 
     norm-position           D8      experiments/norm_position.py
     long-shift              D2      experiments/long_shift.py
@@ -25,6 +27,7 @@ from linrnn.experiments import (long_shift, lra_reduced, norm_position, norms_li
                                 synthetic_tasks)
 from linrnn.experiments.runner import Experiment, default_out, run
 from linrnn.impls.errors import LinrnnError
+from linrnn.tasks import sweep
 
 EXPERIMENTS: dict[str, Experiment] = {m.EXPERIMENT.name: m.EXPERIMENT for m in (
     norm_position, long_shift, synthetic_tasks, norms_listops, subtrees_segmentation, lra_reduced, speech)}
@@ -43,6 +46,7 @@ def register(subparsers) -> None:
                    help="train only the runs with this label (repeatable, e.g. --only task=sc35 --only seed=1); the "
                         "record keeps what it already holds of the others. Two processes at once each need their "
                         "own --out; a last run without --only then gathers their run directories")
+    sweep.add_arguments(p)
     p.set_defaults(func=_main)
 
 
@@ -56,13 +60,15 @@ def _main(args: argparse.Namespace) -> int:
     if args.name not in EXPERIMENTS:
         raise LinrnnError(f"experiment: expected one of {', '.join(EXPERIMENTS)}, found {args.name!r}")
     experiment = EXPERIMENTS[args.name]
+    executor = sweep.from_arguments(args)
     data_root = Path(args.data)
     runs_root = Path(args.runs) if args.runs else data_root / "runs"
     out = Path(args.out) if args.out else default_out(experiment.name, args.quick)
     argv = [experiment.name] + (["--quick"] if args.quick else []) + ["--data", str(args.data)] + \
         (["--runs", str(args.runs)] if args.runs else []) + (["--out", str(args.out)] if args.out else []) + \
         [f"--only {item}" for item in args.only]
-    record = run(experiment, args.quick, data_root, runs_root, out, argv, progress=not args.quiet, only=args.only)
+    record = run(experiment, args.quick, data_root, runs_root, out, argv, progress=not args.quiet, only=args.only,
+                 executor=executor)
     print(f"wrote {out} ({len(record['runs'])} runs in {record['seconds']:.0f} s)")
     return 0
 

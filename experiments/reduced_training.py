@@ -11,11 +11,12 @@ says whether the model learnt anything:
     segmentation                the macro F1 of always answering the most frequent pixel class
 
     linrnn reduced-training --data DIR --out reports/results/training_reduced_cpu.json
-        [--only NAME[,NAME]] [--runs DIR]
+        [--only NAME[,NAME]] [--runs DIR] [--executor serial|local[:N]|slurm] [--retries N] [--cluster FILE] ...
 
-generates each data set under DIR when it is not there (seeded, so the same data every time), trains
-every run of `RUNS` into --runs (default DIR/runs/NAME; a run directory whose results.json has the
-same config is reused, not retrained), and writes one JSON with every run's config, data scale, curve
+generates each data set under DIR when it is not there (seeded, so the same data every time; this process does it,
+before any run starts), trains every run of `RUNS` (where `--executor` says: `linrnn.tasks.sweep`) into --runs
+(default DIR/runs/NAME; a run directory whose job.json or results.json has the same config is reused, not
+retrained), and writes one JSON with every run's config, data scale, curve
 (training loss per step, validation and test metrics per evaluation), best-validation evaluation, time
 per step, baseline, and the command, date, machine and library versions. The report's "Training at
 reduced scale" section renders it (`linrnn.reports.sections.training_reduced`).
@@ -243,6 +244,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", default=None, help="folder of the run directories (default DATA/runs)")
     parser.add_argument("--only", default=None, help=f"comma-separated run names: {', '.join(r.name for r in RUNS)}")
     parser.add_argument("--quiet", action="store_true", help="no per-step progress bars")
+    from linrnn.tasks import sweep
+
+    sweep.add_arguments(parser)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -255,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_command(args: argparse.Namespace, command: str) -> int:
     """Train the runs the options choose and write `--out`, its `command` the command line that ran it."""
+    from linrnn.tasks import sweep
+
+    executor = sweep.from_arguments(args)
     names = [r.name for r in RUNS]
     chosen = names if args.only is None else [n.strip() for n in args.only.split(",")]
     bad = [n for n in chosen if n not in names]
@@ -265,13 +272,21 @@ def run_command(args: argparse.Namespace, command: str) -> int:
     out = Path(args.out)
     previous = read(out, ReducedTrainingRecord).runs if out.exists() else []
     rows = {r["name"]: r for r in previous}
-    for run in RUNS:
-        if run.name in chosen:
-            rows[run.name] = run_one(run, data_root, runs_root, progress=not args.quiet)
-            print(f"{run.name}: test {rows[run.name]['metric']} at the best validation "
-                  f"{rows[run.name]['test_at_best_val']:.4f} (baseline {rows[run.name]['baseline']['value']:.4f}), "
-                  f"{rows[run.name]['seconds_per_step']:.2f} s/step", flush=True)
-            write(out, ReducedTrainingRecord(runs=[rows[r.name] for r in RUNS if r.name in rows],
-                                             envelope=Envelope.here(command)))
-    return 0
+    runs = [run for run in RUNS if run.name in chosen]
+    for data in {run.data.name: run.data for run in runs}.values():   # once, before any run starts
+        ensure_data(data_root, data)
 
+    def gathered(job, row: dict, reused: bool) -> None:
+        rows[job.name] = {**row, "wall_seconds": None} if reused else row    # reused: no time was spent on it now
+        print(f"{job.name}: test {row['metric']} at the best validation {row['test_at_best_val']:.4f} (baseline "
+              f"{row['baseline']['value']:.4f}), {row['seconds_per_step']:.2f} s/step", flush=True)
+        write(out, ReducedTrainingRecord(runs=[rows[r.name] for r in RUNS if r.name in rows],
+                                         envelope=Envelope.here(command)))
+
+    progress = not args.quiet and executor.kind == "serial"
+    jobs = [sweep.SweepJob(run.name, runs_root / run.name, run_one, (run, data_root, runs_root, progress),
+                           {"reduced_training": run.name, "config": run.config, "data": {
+                               "generator": run.data.generator, "options": run.data.options}})
+            for run in runs]
+    sweep.run_jobs(jobs, executor, gathered, folder=runs_root)
+    return 0

@@ -285,12 +285,31 @@ def select(jobs: list[Job], only: list[str]) -> list[Job]:
     return chosen
 
 
+def job_key(experiment: Experiment, job: Job) -> dict:
+    """What a job's record must match to be this job's (`linrnn.tasks.sweep`): its experiment, labels, resolved
+    config, data and options."""
+    from linrnn.tasks.config import TrainConfig
+
+    return {"experiment": experiment.name, "labels": job.labels, "config": TrainConfig(**job.config).to_dict(),
+            "data": _data_spec(job), "options": job.options}
+
+
+def job_rows(runner: Callable[[Job, Path, Path, bool], list[dict]], job: Job, data_root: Path, runs_dir: Path,
+             progress: bool) -> list[dict]:
+    """One job of an experiment, wherever the executor runs it: its rows."""
+    return runner(job, data_root, runs_dir, progress)
+
+
 def run(experiment: Experiment, quick: bool, data_root: Path, runs_root: Path, out: Path, argv: list[str],
-        progress: bool = True, only: list[str] | None = None) -> dict:
-    """Run every job (reusing finished ones: a row of the previous record at `out` with the same config, or a run
-    directory with the same config), rewriting `out` after each; returns the record. `only`: LABEL=VALUE filters
-    of the jobs to train; the record keeps the previous record's rows of the others, and is complete when every
-    job has its rows."""
+        progress: bool = True, only: list[str] | None = None, executor=None) -> dict:
+    """Run every job (reusing finished ones: a row of the previous record at `out` with the same config, a job record
+    or a run directory with the same config), rewriting `out` after each; returns the record. `only`: LABEL=VALUE
+    filters of the jobs to train; the record keeps the previous record's rows of the others, and is complete when
+    every job has its rows. `executor`: where the jobs run (`linrnn.tasks.sweep.Executor`; default serial, here,
+    an error raised as it is)."""
+    from linrnn.tasks.sweep import Executor, SweepJob, run_jobs
+
+    executor = executor or Executor("serial", retries=0, progress=False)
     every = experiment.all_jobs(quick)
     names = [j.name for j in every]
     if len(set(names)) != len(names):
@@ -299,7 +318,10 @@ def run(experiment: Experiment, quick: bool, data_root: Path, runs_root: Path, o
     before = previous_record(out, experiment, quick)
     previous = [] if before is None else [r for r in before.runs if isinstance(r, dict) and isinstance(r.get("name"), str)]
     controls = [c.spec() for c in experiment.controls(quick)]
-    # the data sets are generated, and each task's trivial baseline measured, once, before any run trains
+    # the data sets are generated (or checked), and each task's trivial baseline measured, once, by this process,
+    # before any job starts: no two jobs ever generate a data set at once
+    for data in {j.data.name: j.data for j in every if j.data is not None}.values():
+        ensure_data(data_root, data)
     trivial = trivial_baselines(every, data_root, [] if before is None else before.trivial, progress=True)
     rows: dict[str, list[dict]] = {}
     for job in every:                   # what the previous record already holds (kept, whatever --only selects)
@@ -308,16 +330,12 @@ def run(experiment: Experiment, quick: bool, data_root: Path, runs_root: Path, o
             rows[job.name] = found
     jobs = [j for j in every if j.name in chosen]
     start = time.perf_counter()
-    record = {}
-    for i, job in enumerate(jobs, 1):
-        if job.name not in rows:
-            # a control's own runs are plain training runs, whatever the experiment's arms run
-            runner = _one_run if "control" in job.labels else (experiment.run_job or _one_run)
-            rows[job.name] = runner(job, data_root, runs_root / experiment.name, progress)
-        value = ", ".join("diverged" if row["value"] is None else f"{row['metric']} {row['value']:.4f}"
-                          for row in rows[job.name])
-        print(f"[{i}/{len(jobs)}] {job.name}: {value}", flush=True)
-        record = ExperimentRecord(
+    record: dict = {}
+    shown = 0
+
+    def write_record() -> None:
+        nonlocal record
+        made = ExperimentRecord(
             experiment=experiment.name, claims=list(experiment.claims), title=experiment.title,
             question=experiment.question, scale=experiment.scale(quick), brief="toy sizes" if quick else experiment.brief,
             factor=experiment.factor, note=experiment.note, quick=quick, seconds=round(time.perf_counter() - start, 1),
@@ -327,8 +345,36 @@ def run(experiment: Experiment, quick: bool, data_root: Path, runs_root: Path, o
             complete=all(n in rows for n in names), controls=controls,
             runs=[row for n in names if n in rows for row in rows[n]], trivial=trivial,
             envelope=Envelope.here("linrnn experiment " + " ".join(argv)))
-        write(out, record)
-        record = to_dict(record)
+        write(out, made)
+        record = to_dict(made)
+
+    def show(name: str) -> None:
+        nonlocal shown
+        shown += 1
+        value = ", ".join("diverged" if row["value"] is None else f"{row['metric']} {row['value']:.4f}"
+                          for row in rows[name])
+        print(f"[{shown}/{len(jobs)}] {name}: {value}", flush=True)
+
+    for job in jobs:
+        if job.name in rows:
+            show(job.name)
+    if any(j.name in rows for j in jobs) or not jobs:
+        write_record()
+    runs_dir = runs_root / experiment.name
+
+    def gathered(sweep_job: SweepJob, result: list[dict], reused: bool) -> None:
+        # a job record from before (a crash, jobs that finished after their driver stopped): no time spent now
+        rows[sweep_job.name] = [{**row, "wall_seconds": None} for row in result] if reused else result
+        show(sweep_job.name)
+        write_record()
+
+    # a control's own runs are plain training runs, whatever the experiment's arms run; a job's per-step progress
+    # bars only where it runs in this process
+    sweep = [SweepJob(j.name, runs_dir / j.name, job_rows,
+                      (_one_run if "control" in j.labels else (experiment.run_job or _one_run), j, data_root, runs_dir,
+                       progress and executor.kind == "serial"), job_key(experiment, j))
+             for j in jobs if j.name not in rows]
+    run_jobs(sweep, executor, gathered, folder=runs_dir)
     return record
 
 

@@ -14,6 +14,8 @@ The kinds (`KINDS`, each a dataclass below, shared by the writer and the reader)
     grid             a `linrnn tasks grid` table (`--json`): e.g. reports/results/synthetic_grid_cpu.json
     run              one training run's results, RUN_DIR/results.json (`linrnn tasks train`)
     norm_run         one norm-study run kept for reuse, RUN_DIR/norms.json (`linrnn experiment norms-listops`)
+    job              one job of a sweep (`linrnn.tasks.sweep`: an experiment's run, a grid's, a reduced-scale one), what
+                     it returned, where and how it ran: JOB_DIR/job.json
     crosscheck       `linrnn crosscheck --json FILE`
     conform          `linrnn conform ... --json FILE`
     theory           `linrnn theory --json FILE`
@@ -49,6 +51,7 @@ STORED_DIR = Path(__file__).resolve().parents[1] / "reports" / "results"
 SECTIONS_DIR = STORED_DIR / "sections"       # the report's stored training sections (`linrnn report`)
 RUN_RESULTS = "results.json"                 # a run directory's results record (kind 'run')
 NORM_RUN = "norms.json"                      # a norm-study run directory's kept measurement (kind 'norm_run')
+JOB_RESULT = "job.json"                      # a sweep job's directory: what the job returned (kind 'job')
 NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
@@ -173,6 +176,20 @@ class NormRunRecord(Record):
 
 
 @dataclass
+class JobRecord(Record):
+    KIND: ClassVar[str] = "job"
+    name: str                # the job's name in its sweep
+    key: dict                # the job's inputs (its config, labels, data): a record with another key is not this job's
+    result: list | dict      # what the job returned: an experiment's rows, a grid's or a reduced-scale run's row
+    executor: str            # "serial", "local" or "slurm"
+    threads: int             # the intra-op threads it ran with (PyTorch's, OpenMP's): fixed per job, not per machine
+    slurm_job_id: str | None  # SLURM's id (ARRAY_TASK form for an array), None elsewhere
+    restarts: int            # times SLURM requeued it (preemption), 0 elsewhere
+    seconds: float           # wall time of the job's last attempt
+    envelope: Envelope | None = None
+
+
+@dataclass
 class CrosscheckRecord(Record):
     KIND: ClassVar[str] = "crosscheck"
     result: dict             # `linrnn.verify.crosscheck.run`'s result: selection, entries, summary, ok
@@ -195,7 +212,7 @@ class TheoryRecord(Record):
 
 KINDS: dict[str, type[Record]] = {k.KIND: k for k in (
     SectionRecord, ExperimentRecord, TrainingSpeedRecord, ReducedTrainingRecord, GridRecord, RunRecord, NormRunRecord,
-    CrosscheckRecord, ConformRecord, TheoryRecord)}
+    JobRecord, CrosscheckRecord, ConformRecord, TheoryRecord)}
 
 
 def command_line(args: Any) -> str | None:

@@ -5,6 +5,7 @@
     linrnn tasks sample --task NAME --length L [--batch B] [--seed S] --out FILE.npz [--dtype float32|float64]
     linrnn tasks grid --tasks shift,context_shift|all --models dlr,lru,rotrnn --backend torch --length L
                       --steps N [--seeds 0,1] --out DIR [--json FILE] [--set FIELD=VALUE ...]
+                      [--executor serial|local[:N]|slurm] [--retries N] [--cluster FILE] ...
 
 writes one batch (batch 0 of the stream of seed S) as `inputs`, `targets` and `mask` arrays in an
 .npz file that loads without pickle, and prints one line with the shapes. Every bad value raises
@@ -30,6 +31,50 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     register_sample(commands)
     register_grid(commands)
     register_train(subparsers)
+    register_runs(subparsers)
+
+
+def register_runs(subparsers: argparse._SubParsersAction) -> None:
+    """Add `linrnn runs list DIR` and `linrnn runs export DIR --to tensorboard|wandb` (tasks/runs.py)."""
+    parser = subparsers.add_parser("runs", help="the training runs under a folder: a table, or their logs exported "
+                                                "to TensorBoard or Weights & Biases")
+    commands = parser.add_subparsers(dest="runs_command", metavar="SUBCOMMAND")
+    commands.required = True
+    p = commands.add_parser("list", help="one row per run directory under DIR: task, model, seed, status, best "
+                                         "metric, time")
+    p.add_argument("dir", help="a run directory or a folder of them (a sweep's, an experiment's DATA/runs)")
+    p.set_defaults(func=run_runs_list)
+    p = commands.add_parser("export", help="replay each run's metrics.jsonl into a training-log sink")
+    p.add_argument("dir", help="a run directory or a folder of them")
+    p.add_argument("--to", required=True, help="tensorboard (RUN_DIR/tensorboard/) or wandb")
+    p.set_defaults(func=run_runs_export)
+
+
+def run_runs_list(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from linrnn.tasks.runs import table
+
+    print(table(Path(args.dir)))
+    return 0
+
+
+def run_runs_export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from linrnn.tasks.logsinks import SINKS, export
+    from linrnn.tasks.runs import find
+
+    to = args.to.strip()
+    if to not in SINKS:
+        raise LinrnnError(f"--to: expected one of {', '.join(SINKS)}, found {args.to!r}")
+    runs = find(Path(args.dir))
+    if not runs:
+        raise LinrnnError(f"runs export: expected run directories (config.json and metrics.jsonl) under {args.dir}")
+    for run_dir in runs:
+        lines = export(run_dir, to)
+        print(f"{run_dir}: {lines} log lines to {to}" + (f" ({run_dir / 'tensorboard'})" if to == "tensorboard" else ""))
+    return 0
 
 
 def register_sample(commands: argparse._SubParsersAction) -> None:
@@ -69,6 +114,9 @@ def register_grid(commands: argparse._SubParsersAction) -> None:
                         help="override a TrainConfig field of every run, e.g. --set lr=3e-3 (repeatable); a mixer "
                              "field (mixer.FIELD or bare) applies to each model that has it")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    from linrnn.tasks import sweep
+
+    sweep.add_arguments(parser)
     parser.set_defaults(func=run_grid_command)
 
 
@@ -87,9 +135,11 @@ def run_grid_command(args: argparse.Namespace) -> int:
     import shlex
     import sys
 
+    from linrnn.tasks import sweep
     from linrnn.tasks.config import MODELS, apply_overrides
     from linrnn.tasks.grid import run_grid, table, write_rows
 
+    executor = sweep.from_arguments(args)
     tasks = _names("--tasks", args.tasks, TASKS)
     models = _names("--models", args.models, MODELS)
     seeds = [_integer("--seeds", s.strip()) for s in args.seeds.split(",")]
@@ -107,11 +157,11 @@ def run_grid_command(args: argparse.Namespace) -> int:
         raise LinrnnError(f"--json: expected a file path, found the directory {json_path!r}")
 
     def progress(done: int, total: int, what: str) -> None:
-        if not args.quiet and done < total:
-            print(f"[{done + 1}/{total}] {what}", file=sys.stderr, flush=True)
+        if not args.quiet and 0 < done and what != "done":
+            print(f"[{done}/{total}] {what} finished", file=sys.stderr, flush=True)
 
     rows = run_grid(tasks, models, args.backend, _integer("--length", args.length), _integer("--steps", args.steps),
-                    args.out, seeds=seeds, progress=progress, **overrides)
+                    args.out, seeds=seeds, progress=progress, executor=executor, **overrides)
     command = ["linrnn", "tasks", "grid", "--tasks", ",".join(tasks), "--models", ",".join(models), "--backend",
                args.backend, "--length", args.length, "--steps", args.steps, "--seeds", ",".join(map(str, seeds)),
                "--out", args.out] + [a for item in args.overrides for a in ("--set", item)]
@@ -147,6 +197,9 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--smoke", action="store_true",
                         help="a tiny version of the config (4 steps, width 16, a few batches of the data) through the same code")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--log", default=None, metavar="tensorboard,wandb",
+                        help="training-log sinks beside metrics.jsonl, fed the same records: tensorboard (event files "
+                             "in OUT/tensorboard/) and wandb (Weights & Biases; WANDB_MODE=offline needs no account)")
     for f in dataclasses.fields(TrainConfig):
         if f.name == "mixer":       # a table: its fields have flags of their own (below), --set mixer.FIELD
             continue
@@ -192,9 +245,11 @@ def resolve_train_config(args: argparse.Namespace):
 def run_train(args: argparse.Namespace) -> int:
     import json
 
+    from linrnn.tasks.logsinks import parse_sinks
     from linrnn.tasks.plan import SMOKE_TRAIN_EXAMPLES, plan, smoke
     from linrnn.tasks.train import train
 
+    sinks = parse_sinks(args.log)
     config = resolve_train_config(args)
     if args.smoke:
         config = smoke(config)
@@ -204,7 +259,7 @@ def run_train(args: argparse.Namespace) -> int:
         return 0
     out = args.out or f"runs/{config.task}-{config.model}-{config.backend}-s{config.seed}" + ("-smoke" if args.smoke else "")
     result = train(config, out, resume=args.resume, progress=not args.quiet, data=args.data, cache=args.cache,
-                   train_examples=SMOKE_TRAIN_EXAMPLES if args.smoke and config.is_data_task else None)
+                   train_examples=SMOKE_TRAIN_EXAMPLES if args.smoke and config.is_data_task else None, log_to=sinks)
     if result.rank != 0:     # data parallel: rank 0 reports
         return 0
     final = result.evaluations[-1] if result.evaluations else {}

@@ -124,7 +124,7 @@ def _check_names(kind: str, names: Iterable[str], valid: Iterable[str]) -> list[
 def run_grid(tasks: Iterable[str], models: Iterable[str], backend: str, length: int, steps: int,
              out_dir: str | Path, seeds: Iterable[int] = (0,),
              progress: Callable[[int, int, str], None] | None = None, mixer: dict[str, Any] | None = None,
-             **train_overrides) -> list[dict]:
+             executor=None, **train_overrides) -> list[dict]:
     """Train every task x model x seed (in that order) and return one summary row per run.
 
     tasks, models     names from TASKS and MODELS
@@ -132,15 +132,21 @@ def run_grid(tasks: Iterable[str], models: Iterable[str], backend: str, length: 
     length, steps     the task's L and the optimiser steps of every run
     out_dir           one run directory per run is made under it
     seeds             the runs' seeds (task stream, initialisation, dropout)
-    progress          progress(done, total, what), called before each run and once at the end
+    progress          progress(done, total, what): once before the first run, after each finished run (what: its
+                      name) and once at the end (what: "done")
     mixer             mixer fields over model_defaults, each applied to the models that have it (e.g.
                       {"d_state": 128}: every model but attention); one that no model of the grid has is an error
+    executor          where the runs go (`linrnn.tasks.sweep.Executor`; default serial, in this process, an error
+                      raised as it is); a run whose directory holds its job record (`job.json`, the same config) is
+                      not trained again
     train_overrides   TrainConfig fields that replace the defaults (e.g. lr=1e-3, n_layers=2)
 
     Row: task, model, backend, length, seed, steps, status ("ok" | "diverged"), error, seconds,
     seconds_per_step, mse, r2 (final evaluation; None if diverged), evaluations [{step, mse, r2}],
     train_loss {step, loss} (thinned), config (the resolved TrainConfig), run_dir.
     """
+    from linrnn.tasks.sweep import Executor, SweepJob, run_jobs
+
     tasks = _check_names("tasks", tasks, TASKS)
     models = _check_names("models", models, MODELS)
     if backend not in BACKENDS:
@@ -156,29 +162,55 @@ def run_grid(tasks: Iterable[str], models: Iterable[str], backend: str, length: 
     configs = [grid_config(t, m, backend, length, steps, s, mixer=mixer_subset(m, mixer), **train_overrides)
                for t in tasks for m in models for s in seeds]
     out_dir = Path(out_dir)
-    rows = []
-    for i, config in enumerate(configs):
-        name = run_name(config)
+    jobs = [SweepJob(run_name(c), out_dir / run_name(c), grid_row, (c.to_dict(), str(out_dir / run_name(c))),
+                     {"grid": c.to_dict()}) for c in configs]
+    rows: dict[str, dict] = {}
+
+    def gathered(job, row: dict, reused: bool) -> None:
+        rows[job.name] = row
         if progress:
-            progress(i, len(configs), name)
-        tic = time.perf_counter()
-        row: dict[str, Any] = {"task": config.task, "model": config.model, "backend": config.backend,
-                               "length": config.length, "seed": config.seed, "steps": config.steps}
-        try:
-            result = train(config, out_dir / name, progress=False)
-        except TrainingDiverged as err:
-            row.update(status="diverged", error=str(err), seconds=time.perf_counter() - tic,
-                       seconds_per_step=None, mse=None, r2=None, evaluations=[], train_loss=thin([]))
-        else:
-            final = result.evaluations[-1]
-            row.update(status="ok", error=None, seconds=time.perf_counter() - tic,
-                       seconds_per_step=result.seconds_per_step, mse=final["mse"], r2=final["r2"],
-                       evaluations=result.evaluations, train_loss=thin(result.losses))
-        row.update(config=config.to_dict(), run_dir=str(out_dir / name))
-        rows.append(row)
+            progress(len(rows), len(configs), job.name)
+
+    if progress:
+        progress(0, len(configs), jobs[0].name)
+    run_jobs(jobs, executor or Executor("serial", retries=0, progress=False), gathered, folder=out_dir)
     if progress:
         progress(len(configs), len(configs), "done")
-    return rows
+    return [rows[j.name] for j in jobs]
+
+
+def grid_row(values: dict, run_dir: str) -> dict:
+    """One grid run (a job of the sweep): trained in `run_dir`, resuming its checkpoint where it has one of the same
+    config; its summary row."""
+    config = TrainConfig(**values)
+    out = Path(run_dir)
+    resume = False
+    if (out / "checkpoint.npz").exists() and (out / "config.json").exists():
+        import json
+
+        try:
+            resume = TrainConfig.from_stored(json.loads((out / "config.json").read_text())) == config
+        except (ValueError, LinrnnError):       # unreadable, or another code's config: trained afresh
+            resume = False
+    tic = time.perf_counter()
+    row: dict[str, Any] = {"task": config.task, "model": config.model, "backend": config.backend,
+                           "length": config.length, "seed": config.seed, "steps": config.steps}
+    try:
+        result = train(config, out, progress=False, resume=resume)
+    except TrainingDiverged as err:
+        row.update(status="diverged", error=str(err), seconds=time.perf_counter() - tic,
+                   seconds_per_step=None, mse=None, r2=None, evaluations=[], train_loss=thin([]))
+    else:
+        from linrnn.impls.results import RUN_RESULTS, RunRecord, read
+
+        record = read(out / RUN_RESULTS, RunRecord)      # the whole run's, also where it resumed
+        final = record.evaluations[-1]
+        row.update(status="ok", error=None, seconds=time.perf_counter() - tic,
+                   seconds_per_step=record.seconds_per_step if result.seconds_per_step is None
+                   else result.seconds_per_step, mse=final["mse"], r2=final["r2"],
+                   evaluations=record.evaluations, train_loss=thin(record.train_loss))
+    row.update(config=config.to_dict(), run_dir=str(out))
+    return row
 
 
 def write_rows(path: str | Path, rows: list[dict], command: str | None = None) -> Path:

@@ -64,6 +64,11 @@ from linrnn.tasks.synthetic import last_outputs
 
 ADAPTERS = {"torch": "linrnn.tasks.torch_adapter", "jax": "linrnn.tasks.jax_adapter"}
 EVAL_SPLITS = ("val", "test")
+# A run also saves its checkpoint when this many seconds have passed since the last one (None: only by the config's
+# `checkpoint_every` and epoch ends). A sweep's jobs set it (`linrnn.tasks.sweep`), so that a preempted or killed
+# job resumes from at most that long ago; the results do not depend on it (saving reads the state, and a resumed
+# run ends as an uninterrupted one).
+CHECKPOINT_SECONDS: float | None = None
 
 
 class TrainingDiverged(LinrnnError):
@@ -254,7 +259,7 @@ def _same_run(saved: dict, config: TrainConfig) -> list[str]:
 
 def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after: int | None = None,
           progress: bool = True, poison_step: int | None = None, data=None, cache=None,
-          train_examples: int | None = None) -> RunResult:
+          train_examples: int | None = None, log_to: tuple[str, ...] = ()) -> RunResult:
     """Train (or resume) a run in `out`.
 
     data            the data folder of a data task (`--data`)
@@ -262,6 +267,8 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after
     stop_after      stop after this many steps of this call (to test exact resume; the run stays resumable)
     poison_step     replace that step's inputs with NaN (to test the divergence guard)
     train_examples  use only the first so many train examples (--smoke)
+    log_to          training-log sinks beside metrics.jsonl (`linrnn.tasks.logsinks`: "tensorboard", "wandb"), fed
+                    the same records on rank 0
     """
     out = Path(out)
     Adapter = adapter_class(config.backend)
@@ -294,6 +301,8 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after
         start, best, stale = state.step, state.extra.get("best"), state.extra.get("stale", 0)
         if lead:
             _truncate_log(log_path, start)
+            if start < source.total_steps:
+                print(f"{out}: resuming from the checkpoint at step {start}", file=sys.stderr, flush=True)
     elif lead:
         log_path.write_text("")
     if lead:
@@ -310,7 +319,19 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after
     tic = time.perf_counter()
     # line-buffered: a long run's progress is on disk step by step (a resume truncates the log to its checkpoint)
     log = open(log_path, "a", buffering=1) if lead else None
+    sinks = []
+    last_save = time.monotonic()
+
+    def emit(line: dict) -> None:          # one line of the training log, to metrics.jsonl and every sink
+        log.write(json.dumps(line) + "\n")
+        for sink in sinks:
+            sink.write(line)
+
     try:
+        if lead and log_to:
+            from linrnn.tasks.logsinks import open_sinks
+
+            sinks = open_sinks(log_to, out, config.to_dict(), start)
         batches = prefetched(source.train_batch, range(start, end), config.workers if config.is_data_task else 0)
         for step, batch in zip(range(start, end), batches):
             if step == poison_step:
@@ -329,7 +350,7 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after
             done = step + 1
             epoch_end = spe is not None and done % spe == 0
             if lead:
-                log.write(json.dumps({"step": done, "loss": loss, "lr": lr}) + "\n")
+                emit({"step": done, "loss": loss, "lr": lr})
                 bar.update(1)
                 examples = batch.examples * adapter.world_size
                 bar.set_postfix_str(f"loss {loss:.4g}, {examples / seconds:.3g} ex/s, "
@@ -348,19 +369,24 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after
                     stale += 1
                     stopped = config.patience is not None and stale >= config.patience
                 if lead:
-                    log.write(json.dumps({"step": done, "eval": {k: v for k, v in record.items() if k != "step"}}
-                                         if spe else {"step": done, "eval": metrics}) + "\n")
+                    emit({"step": done, "eval": {k: v for k, v in record.items() if k != "step"}}
+                         if spe else {"step": done, "eval": metrics})
                     if progress and spe:
                         bar.write(_describe(record), file=sys.stderr)
-            if stopped or done == end or epoch_end or (config.checkpoint_every and done % config.checkpoint_every == 0):
+            due = CHECKPOINT_SECONDS is not None and time.monotonic() - last_save >= CHECKPOINT_SECONDS
+            if (stopped or done == end or epoch_end or due
+                    or (config.checkpoint_every and done % config.checkpoint_every == 0)):
                 if lead:
                     log.flush()
                     _save(ckpt_path, done, adapter, config, best, stale)
+                last_save = time.monotonic()
             if stopped:             # patience: the validation metric has not improved for that many evaluations
                 end = done
                 break
     finally:
         bar.close()
+        for sink in sinks:
+            sink.close()
         if log:
             log.close()
     seconds = (time.perf_counter() - tic) / (end - start) if end > start else None

@@ -28,3 +28,23 @@ class CLI:
 @pytest.fixture
 def cli(capsys):
     return CLI(capsys)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    """A real single-node SLURM cluster for the session (`tools/slurm-cluster.sh start`; stopped at the end unless it
+    was already running): the tests that need it skip, with the script's reason, where it cannot start (not root,
+    the Debian packages missing: `.ci/run` installs them)."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "tools" / "slurm-cluster.sh"
+    up = shutil.which("sinfo") and subprocess.run(["sinfo", "-h"], capture_output=True, timeout=30).returncode == 0
+    if not up:
+        started = subprocess.run(["bash", str(script), "start"], capture_output=True, text=True, timeout=180)
+        if started.returncode != 0:
+            pytest.skip(f"no SLURM cluster: {(started.stderr or started.stdout).strip().splitlines()[-1]}")
+    yield
+    if not up:
+        subprocess.run(["bash", str(script), "stop"], capture_output=True, timeout=180)

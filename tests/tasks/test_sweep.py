@@ -1,0 +1,187 @@
+"""`linrnn.tasks.sweep`: the executor seam every multi-run command shares (serial, local worker processes; SLURM in
+test_sweep_slurm.py).
+
+- `--executor`, `--cluster` and the slurm flags: bad input is one line naming what was expected;
+- a tiny grid run serially and on two local workers gives the same rows (apart from timing fields), each job's
+  record in its own directory with its executor and threads;
+- a local worker killed mid-job (kill -9) loses no finished record: without retries the sweep names the failed job
+  in one line and the same command again runs only it; with a retry the driver runs it again at once, resuming
+  from its checkpoint;
+- the live progress line counts pending, running, done and failed jobs.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from linrnn.cli import main as cli_main
+from linrnn.impls import results
+from linrnn.impls.errors import LinrnnError
+from linrnn.tasks import sweep
+from linrnn.tasks.grid import run_grid
+
+TINY = dict(d_model=8, batch_size=2, eval_batches=1, mixer={"d_state": 8})
+TIMING = {"seconds", "seconds_per_step"}
+
+
+def untimed(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k not in TIMING | {"run_dir"}} for r in rows]
+
+
+@pytest.mark.parametrize("text, expected", [("serial", ("serial", 1)), ("local:3", ("local", 3)),
+                                            ("slurm", ("slurm", 1)), (" local:1", ("local", 1))])
+def test_the_executor_names(text, expected):
+    assert sweep.parse_executor(text) == expected
+    assert sweep.parse_executor("local") == ("local", sweep.available_cores())
+
+
+@pytest.mark.parametrize("text", ["thread", "local:0", "local:x", "serial:2", "slurm:4", ""])
+def test_a_bad_executor_is_one_line(text):
+    with pytest.raises(LinrnnError, match=r"--executor: expected (serial, local, local:N or slurm|local:N with N a "
+                                          r"positive integer), found"):
+        sweep.parse_executor(text)
+
+
+def test_the_cluster_settings_come_from_the_toml_file_with_the_flags_over_them(tmp_path):
+    file = tmp_path / "cluster.toml"
+    file.write_text('partition = "gpu"\ntime = "1-02:30:00"\ngpus_per_job = 1\ncpus_per_job = 4\nmem = "16G"\n'
+                    'setup = [". .venv/bin/activate"]\n[sbatch]\nqos = "high"\n')
+    got = sweep.cluster_settings(str(file), {"partition": "debug", "sbatch": ["exclude=node3"], "time": None})
+    assert got == {"time": 24 * 60 + 150 + 0, "gpus_per_job": 1, "cpus_per_job": 4, "partition": "debug", "mem": "16G",
+                   "setup": [". .venv/bin/activate"], "sbatch": {"qos": "high", "exclude": "node3"}}
+    assert sweep.cluster_settings(None, {"time": "90"})["time"] == 90
+    assert sweep.cluster_settings(None, {})["time"] == sweep.DEFAULT_MINUTES
+    file.write_text('partition = "gpu"\nwalltime = 5\n')
+    with pytest.raises(LinrnnError, match="--cluster: .*cluster.toml: expected keys among partition, time, .*, found "
+                                          "'walltime'"):
+        sweep.cluster_settings(str(file))
+    with pytest.raises(LinrnnError, match="--cluster: no such file"):
+        sweep.cluster_settings(str(tmp_path / "none.toml"))
+    with pytest.raises(LinrnnError, match="time: expected minutes or D-HH:MM:SS, found 'soon'"):
+        sweep.cluster_settings(None, {"time": "soon"})
+    with pytest.raises(LinrnnError, match="cpus_per_job: expected a positive integer, found '0'"):
+        sweep.cluster_settings(None, {"cpus_per_job": "0"})
+    with pytest.raises(LinrnnError, match="--sbatch: expected KEY=VALUE, found 'qos'"):
+        sweep.cluster_settings(None, {"sbatch": ["qos"]})
+
+
+def test_the_commands_refuse_bad_executor_options_in_one_line(tmp_path, capsys):
+    grid = ["tasks", "grid", "--tasks", "shift", "--models", "dlr", "--length", "8", "--steps", "2", "--out",
+            str(tmp_path / "g")]
+    for extra, message in ((["--executor", "threads"], "--executor: expected serial, local, local:N or slurm"),
+                           (["--partition", "gpu"], "--cluster and the slurm flags need --executor slurm"),
+                           (["--retries", "-1"], "--retries: expected 0 or more"),
+                           (["--threads-per-job", "0"], "--threads-per-job: expected 1 or more")):
+        assert cli_main(grid + extra) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "g").exists()
+
+
+def test_a_grid_serially_and_on_two_local_workers_gives_the_same_rows(tmp_path):
+    grid = (["shift", "cumsum"], ["dlr", "lru"], "torch")
+    serial = run_grid(*grid, length=8, steps=4, out_dir=tmp_path / "serial", **TINY)
+    local = run_grid(*grid, length=8, steps=4, out_dir=tmp_path / "local", **TINY,
+                     executor=sweep.Executor("local", 2, progress=False))
+    assert untimed(local) == untimed(serial) and len(serial) == 4
+    for row in local:
+        record = results.read(Path(row["run_dir"]) / results.JOB_RESULT, results.JobRecord)
+        assert (record.executor, record.threads, record.slurm_job_id, record.restarts) == ("local", 1, None, 0)
+        assert record.result == row and record.key == {"grid": row["config"]}
+        assert (Path(row["run_dir"]) / sweep.JOB_LOG).exists()
+    # the same grid again: every job has its record, nothing is trained
+    again = run_grid(*grid, length=8, steps=4, out_dir=tmp_path / "local", **TINY,
+                     executor=sweep.Executor("local", 2, progress=False))
+    assert again == local
+
+
+def _kill_when_checkpointed(run_dir: Path, stop: threading.Event, killed: list) -> None:
+    """Kill -9 the local worker that runs the job in `run_dir` once it has saved a checkpoint."""
+    while not stop.is_set():
+        log = run_dir / sweep.JOB_LOG
+        found = re.search(r"in process (\d+)", log.read_text()) if log.exists() else None
+        if found and (run_dir / "checkpoint.npz").exists() and not killed:
+            os.kill(int(found.group(1)), signal.SIGKILL)
+            killed.append(int(found.group(1)))
+            return
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_a_killed_local_worker_loses_no_finished_record_and_its_job_runs_again(tmp_path, capfd, retries):
+    """Two quick jobs and a slow one (checkpointed every 0.2 s) on two workers; the slow one's worker is killed."""
+    out = tmp_path / "grid"
+    slow = out / "shift-dlr-torch-L8-s0"
+    executor = sweep.Executor("local", 2, retries=retries, checkpoint_seconds=0.2, progress=False)
+    stop, killed = threading.Event(), []
+    watcher = threading.Thread(target=_kill_when_checkpointed, args=(slow, stop, killed), daemon=True)
+    watcher.start()
+
+    try:
+        if retries == 0:
+            with pytest.raises(sweep.SweepFailed, match=r"1 of 3 jobs failed after 1 attempt\(s\) each "
+                                                        r"\(shift-dlr-torch-L8-s0\); every other job's record is kept"):
+                _three_jobs(out, executor)
+        else:
+            rows = _three_jobs(out, executor)
+            assert [r["status"] for r in rows] == ["ok"] * 3
+    finally:
+        stop.set()
+        watcher.join()
+    assert killed, "the slow job finished before it could be killed"
+    err = capfd.readouterr().err
+    assert "its worker process died (exit code -9)" in err
+    quick_dirs = [out / "cumsum-dlr-torch-L8-s0", out / "cumsum-lru-torch-L8-s0"]
+    stamps = {d: (d / results.JOB_RESULT).stat().st_mtime_ns for d in quick_dirs}   # both finished and kept
+    if retries == 0:
+        assert not (slow / results.JOB_RESULT).exists()
+        assert "--- the last lines of its log ---" in err
+        rows = _three_jobs(out, executor)                    # the same command again: only the slow job runs
+        assert [r["status"] for r in rows] == ["ok"] * 3
+    assert {d: (d / results.JOB_RESULT).stat().st_mtime_ns for d in quick_dirs} == stamps
+    # the killed job resumed from its checkpoint, not from step 0, and ended with all its steps
+    log = (slow / sweep.JOB_LOG).read_text()
+    assert re.search(r"resuming from the checkpoint at step [1-9]", log), log
+    record = results.read(slow / results.RUN_RESULTS, results.RunRecord)
+    assert record.steps == SLOW_STEPS and len(record.train_loss) == SLOW_STEPS
+
+
+SLOW_STEPS = 400
+
+
+def _three_jobs(out: Path, executor) -> list[dict]:
+    """Shift (slow: SLOW_STEPS steps) and two quick CumSum runs, as one sweep of three jobs."""
+    from linrnn.tasks.grid import grid_config, grid_row
+
+    configs = [grid_config("shift", "dlr", "torch", 8, SLOW_STEPS, 0, mixer={"d_state": 8}, d_model=8, batch_size=2,
+                           eval_batches=1)] + \
+              [grid_config("cumsum", m, "torch", 8, 3, 0, mixer={"d_state": 8}, d_model=8, batch_size=2,
+                           eval_batches=1) for m in ("dlr", "lru")]
+    names = ["shift-dlr-torch-L8-s0", "cumsum-dlr-torch-L8-s0", "cumsum-lru-torch-L8-s0"]
+    jobs = [sweep.SweepJob(n, out / n, grid_row, (c.to_dict(), str(out / n)), {"grid": c.to_dict()})
+            for n, c in zip(names, configs)]
+    rows = {}
+    sweep.run_jobs(jobs, executor, lambda job, row, reused: rows.__setitem__(job.name, row), folder=out)
+    return [rows[n] for n in names]
+
+
+def test_the_progress_line_counts_the_jobs_and_estimates_the_time_left():
+    stream = io.StringIO()
+    progress = sweep.Progress(total=5, gathered=1, stream=stream)
+    progress.update(pending=3, running=1, done=1, failed=0)
+    progress.update(pending=3, running=1, done=1, failed=0)           # no change: no new line
+    progress.start -= 10                                               # 10 s later, one more job done
+    progress.update(pending=2, running=1, done=2, failed=0)
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("jobs: 1/5 done (1 already), 1 running, 3 pending, 0 failed; 0:00 elapsed")
+    assert re.fullmatch(r"jobs: 2/5 done \(1 already\), 1 running, 2 pending, 0 failed; 0:10 elapsed, about 0:3\d "
+                        r"left", lines[1]), lines[1]
+    assert len(lines) == 2
