@@ -25,7 +25,7 @@ import pytest
 from linrnn.cli import main as cli_main
 from linrnn.impls import results
 from linrnn.impls.errors import LinrnnError
-from linrnn.tasks import sweep
+from linrnn.tasks import sweep, sweep_slurm
 from linrnn.tasks.grid import run_grid
 
 TINY = dict(d_model=8, batch_size=2, eval_batches=1, mixer={"d_state": 8})
@@ -54,23 +54,23 @@ def test_the_cluster_settings_come_from_the_toml_file_with_the_flags_over_them(t
     file = tmp_path / "cluster.toml"
     file.write_text('partition = "gpu"\ntime = "1-02:30:00"\ngpus_per_job = 1\ncpus_per_job = 4\nmem = "16G"\n'
                     'setup = [". .venv/bin/activate"]\n[sbatch]\nqos = "high"\n')
-    got = sweep.cluster_settings(str(file), {"partition": "debug", "sbatch": ["exclude=node3"], "time": None})
+    got = sweep_slurm.cluster_settings(str(file), {"partition": "debug", "sbatch": ["exclude=node3"], "time": None})
     assert got == {"time": 24 * 60 + 150 + 0, "gpus_per_job": 1, "cpus_per_job": 4, "partition": "debug", "mem": "16G",
                    "setup": [". .venv/bin/activate"], "sbatch": {"qos": "high", "exclude": "node3"}}
-    assert sweep.cluster_settings(None, {"time": "90"})["time"] == 90
-    assert sweep.cluster_settings(None, {})["time"] == sweep.DEFAULT_MINUTES
+    assert sweep_slurm.cluster_settings(None, {"time": "90"})["time"] == 90
+    assert sweep_slurm.cluster_settings(None, {})["time"] == sweep_slurm.DEFAULT_MINUTES
     file.write_text('partition = "gpu"\nwalltime = 5\n')
     with pytest.raises(LinrnnError, match="--cluster: .*cluster.toml: expected keys among partition, time, .*, found "
                                           "'walltime'"):
-        sweep.cluster_settings(str(file))
+        sweep_slurm.cluster_settings(str(file))
     with pytest.raises(LinrnnError, match="--cluster: no such file"):
-        sweep.cluster_settings(str(tmp_path / "none.toml"))
+        sweep_slurm.cluster_settings(str(tmp_path / "none.toml"))
     with pytest.raises(LinrnnError, match="time: expected minutes or D-HH:MM:SS, found 'soon'"):
-        sweep.cluster_settings(None, {"time": "soon"})
+        sweep_slurm.cluster_settings(None, {"time": "soon"})
     with pytest.raises(LinrnnError, match="cpus_per_job: expected a positive integer, found '0'"):
-        sweep.cluster_settings(None, {"cpus_per_job": "0"})
+        sweep_slurm.cluster_settings(None, {"cpus_per_job": "0"})
     with pytest.raises(LinrnnError, match="--sbatch: expected KEY=VALUE, found 'qos'"):
-        sweep.cluster_settings(None, {"sbatch": ["qos"]})
+        sweep_slurm.cluster_settings(None, {"sbatch": ["qos"]})
 
 
 def test_the_commands_refuse_bad_executor_options_in_one_line(tmp_path, capsys):

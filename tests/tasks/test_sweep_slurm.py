@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from linrnn.impls import results
-from linrnn.tasks import sweep
+from linrnn.tasks import sweep, sweep_slurm
 from linrnn.tasks.grid import grid_config, grid_row
 
 pytestmark = pytest.mark.slow
@@ -51,7 +51,7 @@ def interfere(out: Path, stop: threading.Event, done: dict) -> None:
     sweep's submitted.json)."""
     actions = {"slow-cancelled": ["scancel"], "slow-requeued": ["scontrol", "requeue"]}
     while not stop.is_set() and len(done) < len(actions):
-        ledger = out / "slurm" / sweep.SUBMITTED
+        ledger = out / "slurm" / sweep_slurm.SUBMITTED
         submitted = json.loads(ledger.read_text()) if ledger.exists() else {}
         for name, command in actions.items():
             if name not in done and name in submitted and (out / name / "checkpoint.npz").exists():
@@ -63,7 +63,7 @@ def interfere(out: Path, stop: threading.Event, done: dict) -> None:
 def test_a_sweep_on_slurm_survives_a_cancel_and_a_requeue_and_gathers_the_serial_rows(slurm_cluster, tmp_path,
                                                                                         capfd):
     executor = sweep.Executor("slurm", retries=1, checkpoint_seconds=0.3, progress=False,
-                              cluster=sweep.cluster_settings(None, {"time": "60", "mem": "1G"}))
+                              cluster=sweep_slurm.cluster_settings(None, {"time": "60", "mem": "1G"}))
     out = tmp_path / "slurm"
     stop, done = threading.Event(), {}
     watcher = threading.Thread(target=interfere, args=(out, stop, done), daemon=True)
@@ -75,7 +75,7 @@ def test_a_sweep_on_slurm_survives_a_cancel_and_a_requeue_and_gathers_the_serial
         watcher.join()
     assert set(done) == {"slow-cancelled", "slow-requeued"}, "a slow job finished before it could be interrupted"
     err = capfd.readouterr().err
-    submitted = json.loads((out / "slurm" / sweep.SUBMITTED).read_text())
+    submitted = json.loads((out / "slurm" / sweep_slurm.SUBMITTED).read_text())
     assert re.search(rf"slow-cancelled: SLURM job {re.escape(done['slow-cancelled'])}: SLURM ended it \(CANCELLED.*\); "
                      r"retrying \(1/1\)", err), err
     assert submitted["slow-cancelled"] != done["slow-cancelled"]          # submitted again, as a new job
