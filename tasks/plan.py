@@ -19,7 +19,7 @@ import dataclasses
 import math
 import os
 
-from linrnn.impls.bundle import model_shapes
+from linrnn.impls.bundle import is_recurrence_key, model_shapes
 from linrnn.tasks.config import TrainConfig, mixer_subset
 from linrnn.tasks.datatasks import nominal_length
 from linrnn.tasks.synthetic import TASKS
@@ -52,6 +52,10 @@ class Plan:
     memory_bytes: int
     device: str
     device_bytes: int | None
+    # what a step's work scales with (`linrnn experiment --scale full`'s estimates): the weights applied at every
+    # position (the recurrence's own parameters, e.g. RotRNN's M, are not), and the positions of a step
+    token_parameters: int = 0
+    tokens_per_step: int = 0
 
     def lines(self) -> list[str]:
         fits = "" if self.device_bytes is None else (
@@ -80,7 +84,9 @@ def plan(config: TrainConfig) -> Plan:
         spec = TASKS[config.task]
         model = config.model_config()
         length, spe, total, rows = spec.input_length(config.length), None, config.steps, config.batch_size
-    P = sum(math.prod(shape) for shape in model_shapes(model).values())
+    shapes = model_shapes(model)
+    P = sum(math.prod(shape) for shape in shapes.values())
+    per_token = sum(math.prod(shape) for key, shape in shapes.items() if not is_recurrence_key(key, model))
     b, H = rows // config.devices, config.d_model
     per_block = b * length * H * bytes_
     if config.grad_checkpointing:
@@ -88,7 +94,7 @@ def plan(config: TrainConfig) -> Plan:
     else:
         activations = config.n_layers * ACTIVATIONS_PER_BLOCK * per_block
     device, device_bytes = _device(config)
-    return Plan(P, length, spe, total, 4 * P * bytes_ + activations, device, device_bytes)
+    return Plan(P, length, spe, total, 4 * P * bytes_ + activations, device, device_bytes, per_token, rows * length)
 
 
 def _device(config: TrainConfig) -> tuple[str, int | None]:
