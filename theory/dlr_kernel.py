@@ -21,9 +21,10 @@ import sympy as sp
 
 from linrnn.theory.records import (
     ClaimResult,
+    Lemma,
+    claim_from_lemmas,
     is_zero,
     numeric_finding,
-    steps_of,
     symbolic_finding,
     tolerance,
 )
@@ -99,16 +100,9 @@ D3_PART = "a size-N DLR at lambda_n = e^{2 pi i n/N} expresses any length-N kern
 D3_PERIODIC = "the kernel is N-periodic at |lambda| = 1"
 
 
-def derive_d3(quick: bool = False, seed: int = 13) -> ClaimResult:
-    """D3: at lambda_n = e^{2 pi i n/N} a size-N DLR reproduces any length-N kernel; N-periodicity.
-
-    Derived for symbolic N through the geometric sum over the roots of unity (V^H V = N I); the N = 2, 3, 4
-    matrices and the random kernels are checks of the same statement on cases.
-    """
-    start = time.perf_counter()
-    findings, steps, witness = [], [], {}
-
-    exact_ok = True
+def d3_small_cases() -> Lemma:
+    """N = 2, 3, 4 with a symbolic real K: V^H V = N I, and W = DFT(K)/N rebuilds K exactly."""
+    exact_ok, steps = True, []
     for N in (2, 3, 4):
         K = sp.Matrix(sp.symbols(f"K0:{N}", real=True))
         omega = [sp.exp(2 * sp.pi * sp.I * n / N) for n in range(N)]
@@ -120,12 +114,14 @@ def derive_d3(quick: bool = False, seed: int = 13) -> ClaimResult:
         exact_ok = exact_ok and is_zero(gram - N * sp.eye(N)) and is_zero(residual)
         steps += [(f"N = {N}: V^H V (V[l, n] = lambda_n^l)", gram),
                   (f"N = {N}: Re(sum_n W_n lambda_n^l) - K_l with W = DFT(K)/N", residual)]
-    findings.append(symbolic_finding(
+    return Lemma(steps=tuple(steps), findings=(symbolic_finding(
         "N = 2, 3, 4, symbolic real K: V^H V = N I, so V is invertible and W = DFT(K)/N gives "
         "Re(sum_n W_n lambda_n^l) = K_l exactly for l < N", exact_ok, scope="N = 2, 3, 4, symbolic K (symbolic)",
-        covers=D3_PART, fails_when="a Gram matrix or reconstruction residual is not identically zero"))
+        covers=D3_PART, fails_when="a Gram matrix or reconstruction residual is not identically zero"),))
 
-    # Symbolic N: (V^H V)[l, m] = sum_n omega^(n (m - l)), a geometric sum over the N-th roots of unity.
+
+def d3_any_size() -> Lemma:
+    """Symbolic N: (V^H V)[l, m] = sum_n omega^(n (m - l)), a geometric sum over the N-th roots of unity."""
     n, l, m_, d = sp.symbols("n l m d", integer=True)
     Nsym = sp.Symbol("N", integer=True, positive=True)
     root = lambda e: sp.exp(2 * sp.pi * sp.I * e / Nsym)  # noqa: E731  omega^e, omega = e^{2 pi i/N}
@@ -138,28 +134,37 @@ def derive_d3(quick: bool = False, seed: int = 13) -> ClaimResult:
     geometric_ok = (len(pieces) == 2 and pieces[0][0] == Nsym and pieces[1] == (0, True)
                     and pieces[0][1] == sp.Eq(root(d), 1) and roots_off_diagonal == sp.EmptySet
                     and geometric.subs(d, 0) == Nsym)
-    steps += [("any N: conj(omega^(n l)) omega^(n m) - omega^(n (m - l))",
-               sp.simplify(sp.conjugate(root(n * l)) * root(n * m_) - root(n * (m_ - l)))),
-              ("any N: sum_{n<N} omega^(n d)", sp.Eq(sp.Sum(root(n * d), (n, 0, Nsym - 1)), geometric, evaluate=False)),
-              ("omega^d = 1 needs cos(2 pi d/N) = 1: solutions with 0 < |d/N| < 1", roots_off_diagonal),
-              ("d = 0", sp.Eq(sp.Symbol("(V^H V)_{ll}"), geometric.subs(d, 0), evaluate=False))]
-    findings.append(symbolic_finding(
+    steps = (("any N: conj(omega^(n l)) omega^(n m) - omega^(n (m - l))",
+              sp.simplify(sp.conjugate(root(n * l)) * root(n * m_) - root(n * (m_ - l)))),
+             ("any N: sum_{n<N} omega^(n d)", sp.Eq(sp.Sum(root(n * d), (n, 0, Nsym - 1)), geometric, evaluate=False)),
+             ("omega^d = 1 needs cos(2 pi d/N) = 1: solutions with 0 < |d/N| < 1", roots_off_diagonal),
+             ("d = 0", sp.Eq(sp.Symbol("(V^H V)_{ll}"), geometric.subs(d, 0), evaluate=False)))
+    return Lemma(steps=steps, findings=(symbolic_finding(
         "every N: (V^H V)[l, m] = sum_n omega^(n (m - l)) = N if l = m and 0 if 0 < |m - l| < N, so V^H V = N I, "
         "V^-1 = V^H / N and W = V^-1 K = DFT(K)/N gives sum_n W_n lambda_n^l = K_l exactly for l < N (real K: "
         "the sum is real)", summand_ok and geometric_ok, scope="all N >= 1, any real K (symbolic)", general=True,
-        covers=D3_PART, fails_when=f"geometric sum {geometric}, off-diagonal roots {roots_off_diagonal}"))
+        covers=D3_PART, fails_when=f"geometric sum {geometric}, off-diagonal roots {roots_off_diagonal}"),))
 
+
+def d3_periodic() -> Lemma:
+    """With one Delta, K_{l+N} = e^{-Delta N/2} K_l: at |lambda| = 1 the kernel is N-periodic."""
+    n, l = sp.symbols("n l", integer=True)
+    Nsym = sp.Symbol("N", integer=True, positive=True)
     delta = sp.Symbol("Delta", nonnegative=True)
     lam = sp.exp(-delta / 2 + 2 * sp.pi * sp.I * n / Nsym)
     shift = sp.simplify(sp.powsimp(lam ** (l + Nsym) - sp.exp(-delta * Nsym / 2) * lam**l, force=True))
     unit = sp.simplify(sp.powsimp((lam ** (l + Nsym) - lam**l).subs(delta, 0), force=True))
-    periodic_ok = is_zero(shift) and is_zero(unit)
-    steps += [("lambda^(l+N) - e^{-Delta N/2} lambda^l", shift), ("|lambda| = 1: lambda^(l+N) - lambda^l", unit)]
-    findings.append(symbolic_finding(
-        "with lambda_n = e^{-Delta/2} e^{2 pi i n/N} (one Delta): K_{l+N} = e^{-Delta N/2} K_l, so at |lambda| = 1 "
-        "the kernel is N-periodic", periodic_ok, scope="all N, n, l, Delta >= 0 (symbolic)", general=True,
-        covers=D3_PERIODIC, fails_when=f"residuals {shift}, {unit}"))
+    return Lemma(
+        steps=(("lambda^(l+N) - e^{-Delta N/2} lambda^l", shift), ("|lambda| = 1: lambda^(l+N) - lambda^l", unit)),
+        findings=(symbolic_finding(
+            "with lambda_n = e^{-Delta/2} e^{2 pi i n/N} (one Delta): K_{l+N} = e^{-Delta N/2} K_l, so at |lambda| = 1 "
+            "the kernel is N-periodic", is_zero(shift) and is_zero(unit), scope="all N, n, l, Delta >= 0 (symbolic)",
+            general=True, covers=D3_PERIODIC, fails_when=f"residuals {shift}, {unit}"),))
 
+
+def d3_numeric(quick: bool, seed: int) -> Lemma:
+    """Random real K: W = fft(K)/N rebuilds K (the exact-phase sum and the layer's exp(l log lambda) route), and the
+    |lambda| = 1 kernel repeats with period N over 2N lags."""
     rng = np.random.default_rng(seed)
     sizes = (2, 3, 4, 16, 256, 1024) if quick else (2, 3, 4, 16, 256, 1024, 4096)
     worst_dft, worst_exp, worst_ratio, worst_period = 0.0, 0.0, 0.0, 0.0
@@ -178,21 +183,30 @@ def derive_d3(quick: bool = False, seed: int = 13) -> ClaimResult:
                           max(err_exp, err_period) / tolerance("kernel_phase", "float64", phase_scale))
         worst_dft, worst_exp = max(worst_dft, err_dft), max(worst_exp, err_exp)
         worst_period = max(worst_period, err_period)
-    witness.update(max_error_exact_phase=worst_dft, max_error_exp_log=worst_exp, max_periodicity_error=worst_period,
-                   worst_error_over_tolerance=worst_ratio, largest_N=float(sizes[-1]))
-    findings.append(numeric_finding(
-        f"random real K, N in {sizes}: W = fft(K)/N reproduces K (exact-phase sum and the layer's exp(l log lambda) "
-        "route), and the |lambda| = 1 kernel repeats with period N over 2N lags",
-        worst_ratio <= 1.0, scope=f"one random K per N in {sizes} (numeric, float64)", covers=D3_PART,
-        holds_when=f"max error {max(worst_dft, worst_exp):.2e}, periodicity error {worst_period:.2e}",
-        fails_when=f"error / tolerance reached {worst_ratio:.3g}"))
-    return ClaimResult(
-        claim="D3",
+    return Lemma(
+        witness={"max_error_exact_phase": worst_dft, "max_error_exp_log": worst_exp,
+                 "max_periodicity_error": worst_period, "worst_error_over_tolerance": worst_ratio,
+                 "largest_N": float(sizes[-1])},
+        findings=(numeric_finding(
+            f"random real K, N in {sizes}: W = fft(K)/N reproduces K (exact-phase sum and the layer's exp(l log lambda) "
+            "route), and the |lambda| = 1 kernel repeats with period N over 2N lags",
+            worst_ratio <= 1.0, scope=f"one random K per N in {sizes} (numeric, float64)", covers=D3_PART,
+            holds_when=f"max error {max(worst_dft, worst_exp):.2e}, periodicity error {worst_period:.2e}",
+            fails_when=f"error / tolerance reached {worst_ratio:.3g}"),))
+
+
+def derive_d3(quick: bool = False, seed: int = 13) -> ClaimResult:
+    """D3: at lambda_n = e^{2 pi i n/N} a size-N DLR reproduces any length-N kernel; N-periodicity.
+
+    Derived for symbolic N through the geometric sum over the roots of unity (V^H V = N I, `d3_any_size`); the
+    N = 2, 3, 4 matrices and the random kernels are checks of the same statement on cases.
+    """
+    start = time.perf_counter()
+    small = d3_small_cases()
+    general = d3_any_size()
+    periodic = d3_periodic()
+    return claim_from_lemmas(
+        "D3", lemmas=(small, general, periodic, d3_numeric(quick, seed)), start=start,
         title="periodic initialisation: a size-N DLR expresses any length-N kernel (W = DFT(K)/N)",
         assumptions=("lambda_n = exp(2 pi i n / N), n = 0..N-1; kernel length N; K real",
-                     "K_l = Re(sum_n W_n lambda_n^l) (docs/models.md)"),
-        steps=steps_of(steps),
-        findings=tuple(findings),
-        witness=witness,
-        seconds=time.perf_counter() - start,
-    )
+                     "K_l = Re(sum_n W_n lambda_n^l) (docs/models.md)"))

@@ -23,9 +23,10 @@ from linrnn.theory.records import (
     SURVIVAL_THRESHOLD,
     TOLERANCES,
     ClaimResult,
+    Lemma,
+    claim_from_lemmas,
     is_zero,
     numeric_finding,
-    steps_of,
     symbolic_finding,
 )
 
@@ -94,13 +95,11 @@ def kernel_errors(delta, W, L: int) -> dict[str, float]:
 
 D2_SURVIVAL = "at DLR's initialisation a signal survives over L = 2^20 steps"
 D2_KERNEL = "the length-2^20 kernel computes without overflow, NaN or Inf"
+SURVIVAL_L = 2**20  # survival is a closed form: the same L in quick mode, so the verdicts do not depend on it
 
 
-def derive_d2(quick: bool = False, seed: int = 11) -> ClaimResult:
-    """D2: signal survival exp(-Delta L/2) at DLR's initialisation; the length-2^20 kernel in two dtypes."""
-    start = time.perf_counter()
-    findings, steps, witness = [], [], {}
-
+def d2_survival_threshold() -> Lemma:
+    """|lambda_n|^L = exp(-Delta_n L / 2), and the largest Delta that keeps a fraction epsilon over L steps."""
     delta = sp.Symbol("Delta", positive=True)
     L_sym, eps = sp.symbols("L epsilon", positive=True)
     n, N = sp.Symbol("n", integer=True), sp.Symbol("N", integer=True, positive=True)
@@ -111,26 +110,32 @@ def derive_d2(quick: bool = False, seed: int = 11) -> ClaimResult:
     memory = sp.solve(sp.Eq(modulus_power, sp.exp(-1)), L_sym)
     half_life = sp.solve(sp.Eq(modulus_power, sp.Rational(1, 2)), L_sym)
     threshold_ok = len(threshold) == 1 and is_zero(threshold[0] - 2 * sp.log(1 / eps) / L_sym)
-    steps += [("|lambda_n|^L", sp.Eq(sp.Abs(lam) ** L_sym, modulus_power, evaluate=False)),
-              ("|lambda|^L = epsilon solved for Delta", sp.Eq(delta, threshold[0] if threshold else sp.nan)),
-              ("memory length (|lambda|^L = 1/e)", sp.Eq(L_sym, memory[0] if memory else sp.nan)),
-              ("half-life (|lambda|^L = 1/2)", sp.Eq(L_sym, half_life[0] if half_life else sp.nan))]
-    findings.append(symbolic_finding(
-        "|lambda_n|^L = exp(-Delta_n L / 2); a fraction >= epsilon survives L steps iff Delta_n <= 2 ln(1/epsilon) / L",
-        power_ok and threshold_ok, scope="all Delta > 0, L > 0, 0 < epsilon (symbolic)", general=True, fails_when=f"|lambda|^L = {modulus_power}, threshold {threshold}"))
+    return Lemma(
+        steps=(("|lambda_n|^L", sp.Eq(sp.Abs(lam) ** L_sym, modulus_power, evaluate=False)),
+               ("|lambda|^L = epsilon solved for Delta", sp.Eq(delta, threshold[0] if threshold else sp.nan)),
+               ("memory length (|lambda|^L = 1/e)", sp.Eq(L_sym, memory[0] if memory else sp.nan)),
+               ("half-life (|lambda|^L = 1/2)", sp.Eq(L_sym, half_life[0] if half_life else sp.nan))),
+        findings=(symbolic_finding(
+            "|lambda_n|^L = exp(-Delta_n L / 2); a fraction >= epsilon survives L steps iff "
+            "Delta_n <= 2 ln(1/epsilon) / L",
+            power_ok and threshold_ok, scope="all Delta > 0, L > 0, 0 < epsilon (symbolic)", general=True,
+            fails_when=f"|lambda|^L = {modulus_power}, threshold {threshold}"),))
 
-    L = 2**20  # survival is a closed form: the same L in quick mode, so the verdicts do not depend on it
+
+def d2_survival_at_the_inits(L: int = SURVIVAL_L) -> Lemma:
+    """The closed form evaluated over L steps at both initialisations: the synthetic tasks' (Delta = 1e-5, the claim's
+    eigenvalues near the unit circle) decides; the default one (Delta >= 1e-4) is another setting, a side finding."""
+    witness = {}
     for d in DELTAS:
         witness[f"survival_L_delta_{d:g}"] = float(survival_fraction(d, L))
         witness[f"log10_survival_L_delta_{d:g}"] = float(log10_survival(d, L))
     d_star = max_delta_for_survival(L)
     witness.update(L=float(L), survival_threshold=SURVIVAL_THRESHOLD, max_delta_surviving=d_star)
+    findings = []
     for name, (dt_min, dt_max) in (("synthetic", DT_SYNTHETIC), ("default", DT_DEFAULT)):
         best = float(survival_fraction(dt_min, L))  # the slowest-decaying mode of the range
         witness[f"{name}_best_survival"] = best
         witness[f"{name}_log10_best_survival"] = float(log10_survival(dt_min, L))
-        # the claim speaks of eigenvalues near the unit circle: the synthetic-task initialisation (Delta = 1e-5) is
-        # that; the default one (Delta >= 1e-4) is another setting, whose finding is shown beside the claim
         claimed = name == "synthetic"
         findings.append(numeric_finding(
             f"{name} initialisation (Delta in [{dt_min:g}, {dt_max:g}]): some mode keeps at least float32 eps "
@@ -143,11 +148,15 @@ def derive_d2(quick: bool = False, seed: int = 11) -> ClaimResult:
             fails_when=(f"every mode has Delta >= {dt_min:g} > {d_star:.3g} = 2 ln(1/eps32)/L, so at most "
                         f"10^{float(log10_survival(dt_min, L)):.1f} of a signal survives L = {L} steps; a mode "
                         f"carries a signal that far only if Delta_n <= {d_star:.3g}")))
+    return Lemma(findings=tuple(findings), witness=witness)
 
-    # The kernel itself, N = 64, in float32 and float64 against the float64 closed form.
+
+def d2_kernel(quick: bool, seed: int) -> Lemma:
+    """The kernel itself, N = 64, in float32 and float64 against the float64 closed form, at both initialisations:
+    finite everywhere, and within the phase-rounding model."""
     rng = np.random.default_rng(seed)
     L = 2**16 if quick else 2**20  # kernel length
-    witness["kernel_L"] = float(L)
+    witness = {"kernel_L": float(L)}
     n_modes = 64
     W = (rng.standard_normal(n_modes) + 1j * rng.standard_normal(n_modes)) / n_modes
     factor = {d: TOLERANCES[("kernel_phase", d)].factor for d in ("float32", "float64")}
@@ -155,14 +164,12 @@ def derive_d2(quick: bool = False, seed: int = 11) -> ClaimResult:
     all_finite = True
     for name, (dt_min, dt_max) in (("synthetic", DT_SYNTHETIC), ("default", DT_DEFAULT)):
         errs = kernel_errors(init_delta(n_modes, dt_min, dt_max, rng), W, L)
-        for key, value in errs.items():
-            if math.isfinite(value):
-                witness[f"kernel_{name}_{key}"] = value
+        witness.update({f"kernel_{name}_{key}": value for key, value in errs.items() if math.isfinite(value)})
         all_finite = all_finite and errs["float32_finite"] == 1.0 and errs["float64_finite"] == 1.0
         for d in worst:
             worst[d] = max(worst[d], errs[f"{d}_error_over_model"] / factor[d])
     witness.update(kernel_N=float(n_modes))
-    findings.append(numeric_finding(
+    findings = [numeric_finding(
         f"the DLR kernel of length L = {L} (N = {n_modes}, chunks of 16384 lags) has no overflow, NaN or Inf in "
         "float32 or float64, at both initialisations (|lambda|^l below the dtype's range underflows to 0)",
         all_finite, scope=f"N = {n_modes}, L = {L}, both initialisations, float32 and float64 (numeric)",
@@ -170,7 +177,7 @@ def derive_d2(quick: bool = False, seed: int = 11) -> ClaimResult:
         holds_when=(f"default init: {witness.get('kernel_default_float32_subnormal_term_fraction', 0.0):.1%} of the "
                     f"float32 and {witness.get('kernel_default_float64_subnormal_term_fraction', 0.0):.1%} of the "
                     "float64 terms |lambda_n|^l lie below the smallest normal number (their true value is below range)"),
-        fails_when="a kernel entry is not finite or an overflow/invalid operation was raised"))
+        fails_when="a kernel entry is not finite or an overflow/invalid operation was raised")]
     for d in ("float64", "float32"):
         rel = max(witness.get(f"kernel_{name}_{d}_rel_error", math.inf) for name in ("synthetic", "default"))
         tail = witness.get(f"kernel_synthetic_{d}_tail_rel_error", math.inf)
@@ -182,14 +189,17 @@ def derive_d2(quick: bool = False, seed: int = 11) -> ClaimResult:
             covers=D2_KERNEL,
             holds_when=(f"max error / max |K| = {rel:.2e}; near l = {L} (synthetic init) relative error {tail:.2e}"),
             fails_when=f"per-lag error reached {worst[d]:.3g} x the model bound (max relative error {rel:.3g})"))
-    return ClaimResult(
-        claim="D2",
+    return Lemma(findings=tuple(findings), witness=witness)
+
+
+def derive_d2(quick: bool = False, seed: int = 11) -> ClaimResult:
+    """D2: signal survival exp(-Delta L/2) at DLR's initialisation; the length-2^20 kernel in two dtypes."""
+    start = time.perf_counter()
+    threshold = d2_survival_threshold()
+    survival = d2_survival_at_the_inits()
+    return claim_from_lemmas(
+        "D2", lemmas=(threshold, survival, d2_kernel(quick, seed)), start=start,
         title="signal survival exp(-Delta L/2) at DLR's initialisation; a length-2^20 kernel without overflow",
         assumptions=("lambda_n = exp(-Delta_n/2) e^{2 pi i n/N} (DLR's 'omega' initialisation)",
                      f"'a signal survives' means a fraction >= float32 eps ({SURVIVAL_THRESHOLD:.3g}) of it remains",
-                     "kernel computed through exp(l log lambda) in chunks over l; reference: the exact-phase cos formula"),
-        steps=steps_of(steps),
-        findings=tuple(findings),
-        witness=witness,
-        seconds=time.perf_counter() - start,
-    )
+                     "kernel computed through exp(l log lambda) in chunks over l; reference: the exact-phase cos formula"))

@@ -34,9 +34,10 @@ from linrnn.impls.init import init
 from linrnn.impls.errors import LinrnnError
 from linrnn.theory.records import (
     ClaimResult,
+    Lemma,
+    claim_from_lemmas,
     is_zero,
     numeric_finding,
-    steps_of,
     symbolic_finding,
     tolerance,
 )
@@ -186,11 +187,8 @@ R9_REAL = "outputs are real only through Re (an implicit conjugate)"
 R9_SCALE = "the normalisation does not keep the state's scale independent of B and of gamma_log's drift"
 
 
-def derive_r9(quick: bool = False, seed: int = 9) -> ClaimResult:
-    """R9: the LRU imposes neither conjugate pairs nor a B-independent state scale; Re() pairs implicitly."""
-    start = time.perf_counter()
-    findings, steps, witness = [], [], {}
-
+def r9_pairing_is_a_coupling() -> Lemma:
+    """lambda_i = conj(lambda_j) needs equal nu_log and a partner phase: a coupling the LRU does not impose."""
     nu, th_i, th_j = sp.symbols("nu theta_log_i theta_log_j", real=True)
     m = sp.Symbol("m", integer=True, positive=True)
     lam_i = sp.exp(-sp.exp(nu) + sp.I * sp.exp(th_i))
@@ -198,15 +196,19 @@ def derive_r9(quick: bool = False, seed: int = 9) -> ClaimResult:
     lam_j = lam_i.subs(th_i, partner_theta[0]) if partner_theta else sp.nan
     pair_residual = sp.simplify(sp.expand_complex(lam_i - sp.conjugate(lam_j)))
     pair_ok = bool(partner_theta) and is_zero(pair_residual)
-    steps += [("partner phase for a conjugate pair: exp(theta_log_i) + exp(theta_log_j) = 2 pi m",
-               sp.Eq(th_j, partner_theta[0] if partner_theta else sp.nan)),
-              ("lambda_i - conj(lambda_j) at equal nu_log and that phase", pair_residual)]
-    findings.append(symbolic_finding(
-        "lambda_i = conj(lambda_j) needs nu_log_i = nu_log_j and theta_log_j = log(2 pi m - exp(theta_log_i)): a "
-        "codimension-2 coupling of independent parameters that the LRU neither imposes nor restores",
-        pair_ok, scope="all nu_log, theta_log (symbolic)", general=True, covers=R9_PAIRS,
-        fails_when=f"residual {pair_residual}"))
+    return Lemma(
+        steps=(("partner phase for a conjugate pair: exp(theta_log_i) + exp(theta_log_j) = 2 pi m",
+                sp.Eq(th_j, partner_theta[0] if partner_theta else sp.nan)),
+               ("lambda_i - conj(lambda_j) at equal nu_log and that phase", pair_residual)),
+        findings=(symbolic_finding(
+            "lambda_i = conj(lambda_j) needs nu_log_i = nu_log_j and theta_log_j = log(2 pi m - exp(theta_log_i)): a "
+            "codimension-2 coupling of independent parameters that the LRU neither imposes nor restores",
+            pair_ok, scope="all nu_log, theta_log (symbolic)", general=True, covers=R9_PAIRS,
+            fails_when=f"residual {pair_residual}"),))
 
+
+def r9_re_is_the_conjugate() -> Lemma:
+    """Re(c lambda^k b) is the explicit conjugate mode's output: Re() adds each eigenvalue's conjugate implicitly."""
     c_re, c_im, b_re, b_im = sp.symbols("c_re c_im b_re b_im", real=True)
     c, b = c_re + sp.I * c_im, b_re + sp.I * b_im
     r, phi = sp.symbols("r phi", positive=True)
@@ -219,86 +221,117 @@ def derive_r9(quick: bool = False, seed: int = 9) -> ClaimResult:
     explicit_pair = (c * power(lam) * b + sp.conjugate(c) * power(sp.conjugate(lam)) * sp.conjugate(b)) / 2
     implicit = sp.re(c * power(lam) * b) - explicit_pair
     implicit_ok = is_zero(sp.expand_complex(implicit))
-    steps.append(("Re(c lambda^k b) - (c lambda^k b + conj(c) conj(lambda)^k conj(b)) / 2",
-                  sp.simplify(sp.expand_complex(implicit))))
-    findings.append(symbolic_finding(
-        "Re() at the output is the explicit conjugate mode: Re(c lambda^k b) = (c/2) lambda^k b + (conj c/2) conj(lambda)^k conj(b), "
-        "so outputs are real only through Re, which adds each eigenvalue's conjugate implicitly",
-        implicit_ok, scope="all b, c, r, phi, integers k >= 0 (symbolic, one mode; modes add)", general=True,
-        covers=R9_REAL, fails_when=f"residual {implicit}"))
+    return Lemma(
+        steps=(("Re(c lambda^k b) - (c lambda^k b + conj(c) conj(lambda)^k conj(b)) / 2",
+                sp.simplify(sp.expand_complex(implicit))),),
+        findings=(symbolic_finding(
+            "Re() at the output is the explicit conjugate mode: Re(c lambda^k b) = (c/2) lambda^k b + (conj c/2) "
+            "conj(lambda)^k conj(b), so outputs are real only through Re, which adds each eigenvalue's conjugate "
+            "implicitly",
+            implicit_ok, scope="all b, c, r, phi, integers k >= 0 (symbolic, one mode; modes add)", general=True,
+            covers=R9_REAL, fails_when=f"residual {implicit}"),))
 
+
+def r9_stationary_scale() -> Lemma:
+    """Stationary E|x_j|^2 = ||B_j||^2 exp(2 delta_j): B-dependent, and moved by gamma_log's drift delta_j."""
     gl, s_b = sp.Symbol("gamma_log", real=True), sp.Symbol("s", positive=True)
     rr = sp.Symbol("r", positive=True)
     e = sp.Symbol("e")
     fixed = sp.solve(sp.Eq(e, rr**2 * e + sp.exp(2 * gl) * s_b), e)
     drift_ok = bool(fixed) and is_zero(fixed[0] / s_b - sp.exp(2 * (gl - sp.log(sp.sqrt(1 - rr**2)))))
-    steps.append(("stationary E|x_j|^2 / ||B_j||^2",
-                  sp.Eq(sp.Symbol("rho_j"), sp.simplify(fixed[0] / s_b) if fixed else sp.nan)))
-    findings.append(symbolic_finding(
-        "stationary E|x_j|^2 = ||B_j||^2 exp(2 delta_j), delta_j = gamma_log_j - log sqrt(1 - |lambda_j|^2): it is "
-        "||B_j||^2 (not a B-independent constant) at initialisation and moves by exp(2 delta) as gamma_log drifts",
-        drift_ok, scope="all gamma_log, 0 < |lambda| < 1, ||B_j|| > 0 (symbolic, one mode)", general=True,
-        covers=R9_SCALE, fails_when=f"fixed point {fixed}"))
+    return Lemma(
+        steps=(("stationary E|x_j|^2 / ||B_j||^2",
+                sp.Eq(sp.Symbol("rho_j"), sp.simplify(fixed[0] / s_b) if fixed else sp.nan)),),
+        findings=(symbolic_finding(
+            "stationary E|x_j|^2 = ||B_j||^2 exp(2 delta_j), delta_j = gamma_log_j - log sqrt(1 - |lambda_j|^2): it is "
+            "||B_j||^2 (not a B-independent constant) at initialisation and moves by exp(2 delta) as gamma_log drifts",
+            drift_ok, scope="all gamma_log, 0 < |lambda| < 1, ||B_j|| > 0 (symbolic, one mode)", general=True,
+            covers=R9_SCALE, fails_when=f"fixed point {fixed}"),))
 
-    # Measurements on a ring-initialised layer (LRA-like ring) and on a drifted copy.
+
+def r9_ring_init(quick: bool, seed: int) -> Lemma:
+    """A ring-initialised layer (LRA-like ring): not conjugate-paired, and Re() discards a non-zero Im(C x).
+
+    Value: {"params", "u", "rng"} (the layer, its input, and the generator the drift lemma continues)."""
     n, h, T = (16, 4, 128) if quick else (64, 8, 512)
     params = lru_ring_init(n, h, r_min=0.9, r_max=0.999, max_phase=2 * np.pi, seed=seed)
     rng = np.random.default_rng(seed + 1)
     u = rng.standard_normal((T, h))
     report = check_lru_constraints(params, u)
-    witness.update(pairing_distance_init=report.pairing_distance, max_gamma_log_drift_init=report.max_gamma_log_drift,
-                   imaginary_output_fraction_init=report.imaginary_output_fraction,
-                   stationary_total_over_b_frobenius_sq_init=report.stationary_total / report.b_frobenius_sq)
-    findings.append(numeric_finding(
-        f"ring initialisation (N = {n}, r in [0.9, 0.999], phase in [0, 2 pi]): eigenvalues are not in conjugate pairs "
-        "and C x has a non-zero imaginary part that Re() discards",
-        (not report.conjugate_pairs) and report.imaginary_output_fraction > 0.01,
-        scope=f"one ring initialisation, N = {n}, H = {h}, T = {T} (numeric)", covers=R9_PAIRS,
-        holds_when=(f"pairing distance {report.pairing_distance:.3g}; ||Im(Cx)|| / ||Cx|| = "
-                    f"{report.imaginary_output_fraction:.3g}"),
-        fails_when=f"pairing distance {report.pairing_distance:.3g}, imaginary fraction {report.imaginary_output_fraction}"))
+    return Lemma(
+        witness={"pairing_distance_init": report.pairing_distance,
+                 "max_gamma_log_drift_init": report.max_gamma_log_drift,
+                 "imaginary_output_fraction_init": report.imaginary_output_fraction,
+                 "stationary_total_over_b_frobenius_sq_init": report.stationary_total / report.b_frobenius_sq},
+        findings=(numeric_finding(
+            f"ring initialisation (N = {n}, r in [0.9, 0.999], phase in [0, 2 pi]): eigenvalues are not in conjugate "
+            "pairs and C x has a non-zero imaginary part that Re() discards",
+            (not report.conjugate_pairs) and report.imaginary_output_fraction > 0.01,
+            scope=f"one ring initialisation, N = {n}, H = {h}, T = {T} (numeric)", covers=R9_PAIRS,
+            holds_when=(f"pairing distance {report.pairing_distance:.3g}; ||Im(Cx)|| / ||Cx|| = "
+                        f"{report.imaginary_output_fraction:.3g}"),
+            fails_when=(f"pairing distance {report.pairing_distance:.3g}, imaginary fraction "
+                        f"{report.imaginary_output_fraction}")),),
+        value={"params": params, "u": u, "rng": rng})
 
-    # The conjugate completion written in the LRU's own parameters (phase 2 pi - theta, B_im -> -B_im,
-    # C -> [C/2, conj(C)/2]): a conjugate-paired LRU whose C x is real and equals Re(C x) of the original.
+
+def _completion_and_drift(params, u, rng) -> tuple[dict[str, float], float]:
+    """The conjugate completion's errors against Re(C x) of `params`, and a simulated N(0, 0.3^2) drift of gamma_log:
+    its stationary ratios and their error against the Lyapunov solution of the diagonal system (witness numbers);
+    and the scale of the completion's tolerance, max(1, max|y|) L N."""
     p = validate_lru_params(params)
     lam_num = lru_eigenvalues(p)
     paired = conjugate_completion(p)
     y_re = (lru_states(p, u) @ (p["C_re"] + 1j * p["C_im"]).T).real  # (L, H)
     y_paired = lru_states(paired, u) @ (paired["C_re"] + 1j * paired["C_im"]).T  # (L, H) complex
-    eq_err = float(np.abs(y_paired.real - y_re).max())
-    imag_left = float(np.abs(y_paired.imag).max())
     paired_distance, _ = conjugate_pairing_distance(lru_eigenvalues(paired))
-    # Drift gamma_log and compare the formula with the Lyapunov solution of the diagonal system.
-    drifted = dict(params, gamma_log=params["gamma_log"] + rng.normal(0.0, 0.3, n))
+    drifted = dict(params, gamma_log=params["gamma_log"] + rng.normal(0.0, 0.3, p["nu_log"].shape[0]))
     B_in = np.exp(drifted["gamma_log"])[:, None] * (p["B_re"] + 1j * p["B_im"])
     sigma = scipy.linalg.solve_discrete_lyapunov(np.diag(lam_num), B_in @ B_in.conj().T)
     b_sq = (np.abs(p["B_re"] + 1j * p["B_im"]) ** 2).sum(1)
-    lyap_err = float(np.abs(np.diag(sigma).real / b_sq / stationary_ratio(drifted) - 1).max())
     drifted_report = check_lru_constraints(drifted)
-    witness.update(conjugate_completion_error=eq_err, conjugate_completion_max_imag=imag_left,
-                   conjugate_completion_pairing_distance=paired_distance,
-                   max_gamma_log_drift_drifted=drifted_report.max_gamma_log_drift,
-                   stationary_ratio_max_drifted=drifted_report.stationary_ratio_max,
-                   stationary_ratio_min_drifted=drifted_report.stationary_ratio_min, lyapunov_rel_error=lyap_err)
-    scale = max(1.0, float(np.abs(y_re).max())) * T * n
-    findings.append(numeric_finding(
+    witness = {"conjugate_completion_error": float(np.abs(y_paired.real - y_re).max()),
+               "conjugate_completion_max_imag": float(np.abs(y_paired.imag).max()),
+               "conjugate_completion_pairing_distance": paired_distance,
+               "max_gamma_log_drift_drifted": drifted_report.max_gamma_log_drift,
+               "stationary_ratio_max_drifted": drifted_report.stationary_ratio_max,
+               "stationary_ratio_min_drifted": drifted_report.stationary_ratio_min,
+               "lyapunov_rel_error": float(np.abs(np.diag(sigma).real / b_sq / stationary_ratio(drifted) - 1).max())}
+    return witness, max(1.0, float(np.abs(y_re).max())) * len(u) * p["nu_log"].shape[0]
+
+
+def r9_completion_and_drift(ring: dict) -> Lemma:
+    """The conjugate completion written in the LRU's own parameters (phase 2 pi - theta, B_im -> -B_im,
+    C -> [C/2, conj(C)/2]) is a conjugate-paired LRU whose C x is real and equals Re(C x) of the original; with
+    gamma_log drifted, the stationary ratio exp(2 delta) matches the Lyapunov solution."""
+    w, scale = _completion_and_drift(ring["params"], ring["u"], ring["rng"])
+    n = ring["params"]["nu_log"].shape[0]
+    eq_err, imag_left, paired_distance = (w["conjugate_completion_error"], w["conjugate_completion_max_imag"],
+                                          w["conjugate_completion_pairing_distance"])
+    return Lemma(witness=w, findings=(numeric_finding(
         "the conjugate completion, itself an LRU (phases 2 pi - theta, B_im -> -B_im, C -> [C/2, conj C/2]), has "
         "conjugate-paired eigenvalues and a real C x equal to Re(C x) of the original; with gamma_log drifted by "
         "N(0, 0.3^2) the stationary ratio exp(2 delta) matches the Lyapunov solution of the diagonal system",
         max(eq_err, imag_left, paired_distance) <= tolerance("recurrence_equality", "float64", scale)
-        and lyap_err <= tolerance("expectation_recursion", "float64", n / (1 - 0.999**2)),
+        and w["lyapunov_rel_error"] <= tolerance("expectation_recursion", "float64", n / (1 - 0.999**2)),
         scope=f"one ring initialisation, N = {n}, and one simulated drift (numeric)", covers=R9_SCALE,
-        holds_when=(f"stationary ratio range after drift [{drifted_report.stationary_ratio_min:.3g}, "
-                    f"{drifted_report.stationary_ratio_max:.3g}] (1 at initialisation)"),
+        holds_when=(f"stationary ratio range after drift [{w['stationary_ratio_min_drifted']:.3g}, "
+                    f"{w['stationary_ratio_max_drifted']:.3g}] (1 at initialisation)"),
         fails_when=(f"completion error {eq_err:.3g}, imaginary {imag_left:.3g}, pairing distance "
-                    f"{paired_distance:.3g}, Lyapunov error {lyap_err:.3g}")))
-    return ClaimResult(
-        claim="R9",
+                    f"{paired_distance:.3g}, Lyapunov error {w['lyapunov_rel_error']:.3g}")),))
+
+
+def derive_r9(quick: bool = False, seed: int = 9) -> ClaimResult:
+    """R9: the LRU imposes neither conjugate pairs nor a B-independent state scale; Re() pairs implicitly."""
+    start = time.perf_counter()
+    pairing = r9_pairing_is_a_coupling()
+    real = r9_re_is_the_conjugate()
+    scale = r9_stationary_scale()
+    ring = r9_ring_init(quick, seed)
+    return claim_from_lemmas(
+        "R9", lemmas=(pairing, real, scale, ring, r9_completion_and_drift(ring.value)), start=start,
+        keep_witness=lambda v: v is not None and math.isfinite(v),
         title="the LRU enforces neither conjugate pairs nor a B-independent state scale; gamma_log may drift",
         assumptions=("LRU as in docs/models.md; white unit inputs for the stationary ratio",
-                     "the measured drift here is simulated (N(0, 0.3^2)); the drift during training is measured by the training runs"),
-        steps=steps_of(steps),
-        findings=tuple(findings),
-        witness={k: v for k, v in witness.items() if v is not None and math.isfinite(v)},
-        seconds=time.perf_counter() - start,
-    )
+                     "the measured drift here is simulated (N(0, 0.3^2)); the drift during training is measured by "
+                     "the training runs"))

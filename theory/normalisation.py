@@ -23,9 +23,10 @@ import sympy as sp
 
 from linrnn.theory.records import (
     ClaimResult,
+    Lemma,
+    claim_from_lemmas,
     is_zero,
     numeric_finding,
-    steps_of,
     symbolic_finding,
     tolerance,
 )
@@ -283,127 +284,165 @@ R3_WHEN = "E||x_t||^2 is constant for all t exactly when E||x_0||^2 = 1"
 R3_VARIANT = "constant for t >= 1 when the first input is scaled by 1/||B||_F"
 R3_LRU = "an LRU mode reaches its fixed point only as t -> oo, with the same profile"
 
+# The symbols every R3 lemma shares: m(t) = E||x_t||^2, m_0 = E||x_0||^2, beta = ||B||_F, and the one-step
+# recursion's right-hand side m_t = gamma^2 m_{t-1} + xi^2 beta^2.
+_T = sp.Symbol("t", integer=True, nonnegative=True)
+_M = sp.Function("m")
+_M0, _BETA = sp.Symbol("m_0", nonnegative=True), sp.Symbol("beta", positive=True)
+_GAMMA, _XI = sp.symbols("gamma xi", positive=True)
+_M_PREV = sp.Symbol("m_{t-1}")
+_RHS = _GAMMA**2 * _M_PREV + _XI**2 * _BETA**2
 
-def derive_r3(quick: bool = False, seed: int = 3) -> ClaimResult:
-    """R3: E||x_t||^2 under the RotRNN normalisation, and when it is constant; the LRU counterpart."""
-    start = time.perf_counter()
-    findings, steps, witness = [], [], {}
-    t = sp.Symbol("t", integer=True, nonnegative=True)
-    m = sp.Function("m")  # m(t) = E||x_t||^2
-    m0, beta = sp.Symbol("m_0", nonnegative=True), sp.Symbol("beta", positive=True)  # beta = ||B||_F
 
+def r3_recursion_small() -> Lemma:
+    """N = 2, H = 3 with every entry symbolic: E||x_t||^2 = gamma^2 E||x_{t-1}||^2 + xi^2 ||B||_F^2."""
     one = _one_step_rotrnn()
-    gamma, xi = one["gamma"], one["xi"]
-    recursion_ok = is_zero(one["state_coeff"] - gamma**2) and is_zero(one["input_residual"])
-    m_prev = sp.Symbol("m_{t-1}")
-    rhs = gamma**2 * m_prev + xi**2 * beta**2
-    steps += [("E||gamma R x + xi B u||^2 (N = 2, H = 3, white u)", one["expectation"]),
-              ("recursion m_t = E||x_t||^2", sp.Eq(sp.Symbol("m_t"), rhs))]
-    findings.append(symbolic_finding(
-        "N = 2, H = 3, entries symbolic: E||x_t||^2 = gamma^2 E||x_{t-1}||^2 + xi^2 ||B||_F^2", recursion_ok,
-        scope="N = 2, H = 3 (symbolic)", fails_when=f"state coefficient {one['state_coeff']}, input residual {one['input_residual']}"))
+    ok = is_zero(one["state_coeff"] - _GAMMA**2) and is_zero(one["input_residual"])
+    return Lemma(
+        steps=(("E||gamma R x + xi B u||^2 (N = 2, H = 3, white u)", one["expectation"]),
+               ("recursion m_t = E||x_t||^2", sp.Eq(sp.Symbol("m_t"), _RHS))),
+        findings=(symbolic_finding(
+            "N = 2, H = 3, entries symbolic: E||x_t||^2 = gamma^2 E||x_{t-1}||^2 + xi^2 ||B||_F^2", ok,
+            scope="N = 2, H = 3 (symbolic)",
+            fails_when=f"state coefficient {one['state_coeff']}, input residual {one['input_residual']}"),))
 
+
+def r3_recursion_general() -> Lemma:
+    """Any N, H on matrix symbols (R^T R = I, white u): the same recursion. Value: whether it was derived."""
     n_sym, h_sym = sp.symbols("N H", integer=True, positive=True)
     R_m, B_m = sp.MatrixSymbol("R", n_sym, n_sym), sp.MatrixSymbol("B", n_sym, h_sym)
     x_m, u_m = sp.MatrixSymbol("x", n_sym, 1), sp.MatrixSymbol("u", h_sym, 1)
-    v_m = gamma * R_m * x_m + xi * B_m * u_m
+    v_m = _GAMMA * R_m * x_m + _XI * B_m * u_m
     state_part, input_part = expect_white_matrix(v_m.T * v_m, u_m)
-    general_recursion_ok = (state_part == gamma**2 * x_m.T * x_m
-                            and sp.expand(input_part - xi**2 * sp.Trace(B_m.T * B_m)) == 0)
-    steps.append(("any N, H: E||gamma R x + xi B u||^2 with R^T R = I, E u = 0, E u u^T = I",
-                  sp.Eq(sp.Symbol("E||x_t||^2"), sp.MatAdd(state_part, input_part * sp.Identity(1)), evaluate=False)))
-    findings.append(symbolic_finding(
-        "any N, H: E||x_t||^2 = gamma^2 E||x_{t-1}||^2 + xi^2 ||B||_F^2 (R orthogonal, white inputs; "
-        "||B||_F^2 = tr(B^T B))", general_recursion_ok, scope="all N, H, orthogonal R, any B (symbolic)", general=True,
-        fails_when=f"u-free part {state_part}, input part {input_part}"))
-    recursion_ok = recursion_ok and general_recursion_ok
+    ok = (state_part == _GAMMA**2 * x_m.T * x_m
+          and sp.expand(input_part - _XI**2 * sp.Trace(B_m.T * B_m)) == 0)
+    return Lemma(
+        steps=(("any N, H: E||gamma R x + xi B u||^2 with R^T R = I, E u = 0, E u u^T = I",
+                sp.Eq(sp.Symbol("E||x_t||^2"), sp.MatAdd(state_part, input_part * sp.Identity(1)), evaluate=False)),),
+        findings=(symbolic_finding(
+            "any N, H: E||x_t||^2 = gamma^2 E||x_{t-1}||^2 + xi^2 ||B||_F^2 (R orthogonal, white inputs; "
+            "||B||_F^2 = tr(B^T B))", ok, scope="all N, H, orthogonal R, any B (symbolic)", general=True,
+            fails_when=f"u-free part {state_part}, input part {input_part}"),),
+        value=ok)
 
-    xi_solutions = sp.solve(sp.Eq(1, rhs.subs(m_prev, 1)), xi)
-    xi_target = sp.sqrt(1 - gamma**2) / beta
-    xi_ok = len(xi_solutions) == 1 and is_zero(xi_solutions[0] - xi_target)
-    steps.append(("stationarity m_t = m_{t-1} = 1 solved for xi",
-                  sp.Eq(xi, xi_solutions[0] if xi_solutions else sp.nan)))
-    findings.append(symbolic_finding("the stationary value 1 forces xi = sqrt(1 - gamma^2) / ||B||_F (the code's xi)",
-                                     xi_ok, scope="all 0 < gamma < 1, ||B||_F > 0 (symbolic)", general=True,
-                                     fails_when=f"solve gave {xi_solutions}"))
 
-    closed = sp.rsolve(m(t + 1) - gamma**2 * m(t) - (1 - gamma**2), m(t), {m(0): m0})
-    closed_ok = is_zero(closed - (1 - gamma ** (2 * t) * (1 - m0)))
-    steps.append(("closed form (rsolve), m_0 = E||x_0||^2", sp.Eq(m(t), sp.factor_terms(closed))))
-    findings.append(symbolic_finding("E||x_t||^2 = 1 - gamma^(2t) (1 - E||x_0||^2)", closed_ok,
-                                     scope="all t >= 0, gamma, E||x_0||^2 (symbolic)", general=True,
-                                     fails_when=f"rsolve gave {closed}"))
+def r3_xi_forced() -> Lemma:
+    """The stationary value 1 of the recursion forces the code's xi = sqrt(1 - gamma^2) / ||B||_F."""
+    xi_solutions = sp.solve(sp.Eq(1, _RHS.subs(_M_PREV, 1)), _XI)
+    xi_target = sp.sqrt(1 - _GAMMA**2) / _BETA
+    ok = len(xi_solutions) == 1 and is_zero(xi_solutions[0] - xi_target)
+    return Lemma(
+        steps=(("stationarity m_t = m_{t-1} = 1 solved for xi",
+                sp.Eq(_XI, xi_solutions[0] if xi_solutions else sp.nan)),),
+        findings=(symbolic_finding("the stationary value 1 forces xi = sqrt(1 - gamma^2) / ||B||_F (the code's xi)",
+                                   ok, scope="all 0 < gamma < 1, ||B||_F > 0 (symbolic)", general=True,
+                                   fails_when=f"solve gave {xi_solutions}"),))
 
-    constant_m0 = sp.solve(sp.Eq(closed.subs(t, 1), closed.subs(t, 0)), m0)
-    constant_ok = constant_m0 == [1] and is_zero(closed.subs(m0, 1) - 1)
-    from_zero = sp.simplify(closed.subs(m0, 0))
-    reaches_one = sp.solve(sp.Eq(from_zero, 1), t)
-    steps += [("m_1 = m_0 solved for m_0", sp.Eq(m0, constant_m0[0] if constant_m0 else sp.nan)),
-              ("from x_0 = 0", sp.Eq(m(t), from_zero)),
-              ("deficiency 1 - m_t from x_0 = 0", sp.Eq(1 - m(t), sp.simplify(1 - from_zero)))]
-    findings.append(symbolic_finding(
-        "E||x_t||^2 is the same for every t if and only if E||x_0||^2 = 1 (then it is 1 for every t)",
-        constant_ok, scope="all 0 < gamma < 1, E||x_0||^2 >= 0 (symbolic)", general=True, covers=R3_WHEN,
-        holds_when=f"E||x_0||^2 in {constant_m0}",
-        fails_when=f"constant only for E||x_0||^2 in {constant_m0}"))
-    zero_is_constant = 0 in constant_m0
-    findings.append(symbolic_finding(
-        "the paper's 'E||x_t||^2 constant for all t' with the code's initial state x_0 = 0",
-        zero_is_constant, scope="x_0 = 0, all 0 < gamma < 1, all t >= 1 (symbolic)", general=True, covers=R3_CLAIM,
-        fails_when=(f"x_0 = 0 (E||x_0||^2 = 0, outside the solution set {constant_m0}): E||x_t||^2 = {from_zero}, below 1 by "
-                    f"gamma^(2t) at every t (solve(m_t = 1, t) = {reaches_one} for 0 < gamma < 1); "
-                    f"it only tends to 1 as t -> oo, exactly like the LRU")))
 
-    # Variant: the first input scaled by 1/||B||_F instead of xi (from x_0 = 0).
-    m1_variant = rhs.subs({m_prev: 0, xi: 1 / beta})
-    after = sp.rsolve(m(t + 1) - gamma**2 * m(t) - (1 - gamma**2), m(t), {m(0): m1_variant})  # m(t) = m_{t+1}
-    variant_ok = is_zero(m1_variant - 1) and is_zero(after - 1)
-    steps += [("first input scaled by 1/||B||_F: m_1", sp.Eq(sp.Symbol("m_1"), m1_variant)),
-              ("then m_{t+1} for t >= 0", sp.Eq(m(t + 1), sp.simplify(after)))]
-    findings.append(symbolic_finding(
-        "from x_0 = 0 with the first input scaled by 1/||B||_F (instead of xi): E||x_t||^2 = 1 for every t >= 1",
-        variant_ok, scope="x_0 = 0, all 0 < gamma < 1, all t >= 1 (symbolic)", general=True, covers=R3_VARIANT,
-        fails_when=f"m_1 = {m1_variant}, m_(t+1) = {after}"))
+def r3_closed_form() -> Lemma:
+    """rsolve of the normalised recursion: E||x_t||^2 = 1 - gamma^(2t) (1 - m_0). Value: the closed form."""
+    closed = sp.rsolve(_M(_T + 1) - _GAMMA**2 * _M(_T) - (1 - _GAMMA**2), _M(_T), {_M(0): _M0})
+    ok = is_zero(closed - (1 - _GAMMA ** (2 * _T) * (1 - _M0)))
+    return Lemma(
+        steps=(("closed form (rsolve), m_0 = E||x_0||^2", sp.Eq(_M(_T), sp.factor_terms(closed))),),
+        findings=(symbolic_finding("E||x_t||^2 = 1 - gamma^(2t) (1 - E||x_0||^2)", ok,
+                                   scope="all t >= 0, gamma, E||x_0||^2 (symbolic)", general=True,
+                                   fails_when=f"rsolve gave {closed}"),),
+        value=closed)
 
-    # LRU, one mode.
+
+def r3_when_constant(closed: sp.Expr) -> Lemma:
+    """The closed form is the same for every t iff m_0 = 1; the code's x_0 = 0 is (or is not) among them.
+
+    Value: {"constant_m0": the solution set, "from_zero": m(t) from x_0 = 0, "reaches_one": solve(m(t) = 1, t)}."""
+    constant_m0 = sp.solve(sp.Eq(closed.subs(_T, 1), closed.subs(_T, 0)), _M0)
+    constant_ok = constant_m0 == [1] and is_zero(closed.subs(_M0, 1) - 1)
+    from_zero = sp.simplify(closed.subs(_M0, 0))
+    reaches_one = sp.solve(sp.Eq(from_zero, 1), _T)
+    return Lemma(
+        steps=(("m_1 = m_0 solved for m_0", sp.Eq(_M0, constant_m0[0] if constant_m0 else sp.nan)),
+               ("from x_0 = 0", sp.Eq(_M(_T), from_zero)),
+               ("deficiency 1 - m_t from x_0 = 0", sp.Eq(1 - _M(_T), sp.simplify(1 - from_zero)))),
+        findings=(symbolic_finding(
+            "E||x_t||^2 is the same for every t if and only if E||x_0||^2 = 1 (then it is 1 for every t)",
+            constant_ok, scope="all 0 < gamma < 1, E||x_0||^2 >= 0 (symbolic)", general=True, covers=R3_WHEN,
+            holds_when=f"E||x_0||^2 in {constant_m0}",
+            fails_when=f"constant only for E||x_0||^2 in {constant_m0}"),
+            symbolic_finding(
+            "the paper's 'E||x_t||^2 constant for all t' with the code's initial state x_0 = 0",
+            0 in constant_m0, scope="x_0 = 0, all 0 < gamma < 1, all t >= 1 (symbolic)", general=True,
+            covers=R3_CLAIM,
+            fails_when=(f"x_0 = 0 (E||x_0||^2 = 0, outside the solution set {constant_m0}): E||x_t||^2 = {from_zero}, "
+                        f"below 1 by gamma^(2t) at every t (solve(m_t = 1, t) = {reaches_one} for 0 < gamma < 1); "
+                        f"it only tends to 1 as t -> oo, exactly like the LRU"))),
+        value={"constant_m0": constant_m0, "from_zero": from_zero, "reaches_one": reaches_one})
+
+
+def r3_first_input_variant() -> Lemma:
+    """From x_0 = 0 with the first input scaled by 1/||B||_F instead of xi: 1 at every t >= 1.
+
+    Value: (m_1, m_(t+1))."""
+    m1_variant = _RHS.subs({_M_PREV: 0, _XI: 1 / _BETA})
+    after = sp.rsolve(_M(_T + 1) - _GAMMA**2 * _M(_T) - (1 - _GAMMA**2), _M(_T), {_M(0): m1_variant})  # m(t) = m_{t+1}
+    ok = is_zero(m1_variant - 1) and is_zero(after - 1)
+    return Lemma(
+        steps=(("first input scaled by 1/||B||_F: m_1", sp.Eq(sp.Symbol("m_1"), m1_variant)),
+               ("then m_{t+1} for t >= 0", sp.Eq(_M(_T + 1), sp.simplify(after)))),
+        findings=(symbolic_finding(
+            "from x_0 = 0 with the first input scaled by 1/||B||_F (instead of xi): E||x_t||^2 = 1 for every t >= 1",
+            ok, scope="x_0 = 0, all 0 < gamma < 1, all t >= 1 (symbolic)", general=True, covers=R3_VARIANT,
+            fails_when=f"m_1 = {m1_variant}, m_(t+1) = {after}"),),
+        value=(m1_variant, after))
+
+
+def r3_lru_mode(from_zero: sp.Expr) -> Lemma:
+    """One LRU mode: its recursion, fixed point and transient from 0, compared with the RotRNN head's `from_zero`,
+    and the stationary value under a drifted gamma_log. Value: (the closed form from 0, the fixed point, whether the
+    profile is the RotRNN head's)."""
     lru = _one_step_lru()
     r, g = lru["r"], lru["g"]
     s = sp.Symbol("s", positive=True)  # ||B_j||^2
     e = sp.Symbol("e")
-    lru_recursion_ok = is_zero(lru["state_coeff"] - r**2) and is_zero(lru["input_residual"])
+    recursion_ok = is_zero(lru["state_coeff"] - r**2) and is_zero(lru["input_residual"])
     fixed = sp.solve(sp.Eq(e, r**2 * e + g**2 * s), e)
     fixed_ok = len(fixed) == 1 and is_zero(fixed[0].subs(g, sp.sqrt(1 - r**2)) - s)
-    lru_closed = sp.rsolve(m(t + 1) - r**2 * m(t) - g**2 * s, m(t), {m(0): 0})
-    lru_closed_ok = bool(fixed) and is_zero(lru_closed - fixed[0] * (1 - r ** (2 * t)))
-    same_profile = bool(fixed) and is_zero(lru_closed / fixed[0] - from_zero.subs(gamma, r))
+    lru_closed = sp.rsolve(_M(_T + 1) - r**2 * _M(_T) - g**2 * s, _M(_T), {_M(0): 0})
+    closed_ok = bool(fixed) and is_zero(lru_closed - fixed[0] * (1 - r ** (2 * _T)))
+    same_profile = bool(fixed) and is_zero(lru_closed / fixed[0] - from_zero.subs(_GAMMA, r))
     gamma_log = sp.Symbol("gamma_log", real=True)
     drift = gamma_log - sp.log(sp.sqrt(1 - r**2))
     ratio = fixed[0].subs({g: sp.exp(gamma_log)}) / s if fixed else sp.nan
     drift_ok = is_zero(ratio - sp.exp(2 * drift))
-    steps += [("LRU mode: E|lambda x + g B_j u|^2", lru["expectation"]),
-              ("LRU fixed point", sp.Eq(e, fixed[0] if fixed else sp.nan)),
-              ("LRU from x_0 = 0 (rsolve)", sp.Eq(m(t), sp.factor(lru_closed))),
-              ("LRU stationary E|x_j|^2 / ||B_j||^2 with g = exp(gamma_log)",
-               sp.Eq(sp.Symbol("rho_j"), sp.simplify(ratio)))]
-    findings.append(symbolic_finding(
-        "LRU mode: E|x_{t,j}|^2 = |lambda_j|^2 E|x_{t-1,j}|^2 + gamma_j^2 ||B_j||^2; fixed point "
-        "gamma_j^2 ||B_j||^2 / (1 - |lambda_j|^2), equal to ||B_j||^2 when gamma_j = sqrt(1 - |lambda_j|^2); "
-        "from x_0 = 0 it is the fixed point times (1 - |lambda_j|^(2t))",
-        lru_recursion_ok and fixed_ok and lru_closed_ok,
-        scope="one mode, H = 2, all |lambda_j| < 1, gamma_j, B_j (symbolic; the LRU is diagonal, so modes are independent)",
-        covers=R3_LRU,
-        fails_when=f"recursion coefficients {lru['state_coeff']}, {lru['input_residual']}; fixed {fixed}; closed {lru_closed}"))
-    findings.append(symbolic_finding(
-        "from x_0 = 0 the RotRNN head and an LRU mode approach their fixed points with the same profile "
-        "1 - |eigenvalue|^(2t); what differs is the fixed point (1 per head whatever B, vs ||B_j||^2 per mode)",
-        same_profile, scope="all 0 < gamma, |lambda| < 1, t >= 0 (symbolic)", general=True, covers=R3_LRU,
-        fails_when="the two normalised transients differ"))
-    findings.append(symbolic_finding(
-        "LRU with gamma_log drifted by delta = gamma_log - log sqrt(1 - |lambda|^2): stationary "
-        "E|x_j|^2 = ||B_j||^2 exp(2 delta)", drift_ok, scope="all gamma_log, |lambda| < 1 (symbolic)", general=True,
-        fails_when=f"ratio = {ratio}"))
+    steps = (("LRU mode: E|lambda x + g B_j u|^2", lru["expectation"]),
+             ("LRU fixed point", sp.Eq(e, fixed[0] if fixed else sp.nan)),
+             ("LRU from x_0 = 0 (rsolve)", sp.Eq(_M(_T), sp.factor(lru_closed))),
+             ("LRU stationary E|x_j|^2 / ||B_j||^2 with g = exp(gamma_log)", sp.Eq(sp.Symbol("rho_j"), sp.simplify(ratio))))
+    return Lemma(steps=steps, findings=(
+        symbolic_finding(
+            "LRU mode: E|x_{t,j}|^2 = |lambda_j|^2 E|x_{t-1,j}|^2 + gamma_j^2 ||B_j||^2; fixed point "
+            "gamma_j^2 ||B_j||^2 / (1 - |lambda_j|^2), equal to ||B_j||^2 when gamma_j = sqrt(1 - |lambda_j|^2); "
+            "from x_0 = 0 it is the fixed point times (1 - |lambda_j|^(2t))",
+            recursion_ok and fixed_ok and closed_ok,
+            scope="one mode, H = 2, all |lambda_j| < 1, gamma_j, B_j (symbolic; the LRU is diagonal, so modes are "
+                  "independent)",
+            covers=R3_LRU,
+            fails_when=f"recursion coefficients {lru['state_coeff']}, {lru['input_residual']}; fixed {fixed}; "
+                       f"closed {lru_closed}"),
+        symbolic_finding(
+            "from x_0 = 0 the RotRNN head and an LRU mode approach their fixed points with the same profile "
+            "1 - |eigenvalue|^(2t); what differs is the fixed point (1 per head whatever B, vs ||B_j||^2 per mode)",
+            same_profile, scope="all 0 < gamma, |lambda| < 1, t >= 0 (symbolic)", general=True, covers=R3_LRU,
+            fails_when="the two normalised transients differ"),
+        symbolic_finding(
+            "LRU with gamma_log drifted by delta = gamma_log - log sqrt(1 - |lambda|^2): stationary "
+            "E|x_j|^2 = ||B_j||^2 exp(2 delta)", drift_ok, scope="all gamma_log, |lambda| < 1 (symbolic)",
+            general=True, fails_when=f"ratio = {ratio}")),
+        value=(lru_closed, fixed[0] if fixed else sp.nan, same_profile))
 
-    # Numeric: the exact covariance recursion (any P, N = 8) against the closed forms.
+
+def r3_exact_recursion(quick: bool, seed: int) -> Lemma:
+    """The exact covariance recursion (a random head, N = 8, any P; random drifted LRU modes) against the closed
+    forms. Value: the head's raw parameters (M, theta, gamma_log, B) and gamma, which the Monte Carlo reuses."""
     rng = np.random.default_rng(seed)
     n, h, T = 8, 5, 200 if not quick else 64
     gamma_num = 0.95
@@ -425,19 +464,25 @@ def derive_r3(quick: bool = False, seed: int = 3) -> ClaimResult:
                                       (np.abs(Bc) ** 2).sum(1)[:, None], ts[None, :]).sum(0)
     err_lru = float(np.abs(exact_lru - closed_lru).max() / np.abs(closed_lru).max())
     tol = tolerance("expectation_recursion", "float64", T * n)
-    witness.update(exact_vs_closed_rotrnn=err_rot, exact_vs_closed_lru_rel=err_lru)
-    findings.append(numeric_finding(
-        f"exact covariance recursion (N = {n}, random P, T = {T}) equals the closed forms (RotRNN from 0 and "
-        "from a stationary start; LRU with drifted gamma_log)", max(err_rot, err_lru) <= tol,
-        scope=f"one random head N = {n}, H = {h}, t <= {T}; {n} random LRU modes (numeric, exact expectation)",
-        covers=R3_WHEN,
-        fails_when=f"max error {max(err_rot, err_lru):.3g} > {tol:.3g}"))
+    return Lemma(
+        witness={"exact_vs_closed_rotrnn": err_rot, "exact_vs_closed_lru_rel": err_lru},
+        findings=(numeric_finding(
+            f"exact covariance recursion (N = {n}, random P, T = {T}) equals the closed forms (RotRNN from 0 and "
+            "from a stationary start; LRU with drifted gamma_log)", max(err_rot, err_lru) <= tol,
+            scope=f"one random head N = {n}, H = {h}, t <= {T}; {n} random LRU modes (numeric, exact expectation)",
+            covers=R3_WHEN,
+            fails_when=f"max error {max(err_rot, err_lru):.3g} > {tol:.3g}"),),
+        value={"M": M, "theta": theta, "gamma_log": gl, "B": B, "gamma": gamma_num})
 
-    # Numeric: Monte Carlo of the NumPy recursion against the closed forms.
+
+def r3_monte_carlo(quick: bool, seed: int, head: dict) -> Lemma:
+    """Monte Carlo of the NumPy recursion (the first 4 x 4 of `head`, from the three starts) against the closed
+    forms, with a family-wise critical z over the times."""
+    M, theta, gl, B, gamma_num = head["M"], head["theta"], head["gamma_log"], head["B"], head["gamma"]
     n_seq = 500 if quick else 2000
     T_mc = 48
     z_crit = float(scipy.stats.norm.ppf(1 - 0.001 / (2 * T_mc)))  # family-wise 0.1% over the T_mc times
-    worst_z = 0.0
+    worst_z, witness = 0.0, {}
     for start_kind in MC_STARTS:
         mc = monte_carlo_rotrnn_norm(M[:4, :4], theta[:2], gl, B[:4], n_seq=n_seq, T=T_mc, seed=seed, start=start_kind)
         live = mc.std_error > 0
@@ -446,31 +491,45 @@ def derive_r3(quick: bool = False, seed: int = 3) -> ClaimResult:
         witness[f"mc_{start_kind}_mean_t1"] = float(mc.mean[1])
     witness.update(mc_worst_z=worst_z, mc_z_critical=z_crit, mc_n_seq=float(n_seq), gamma=gamma_num,
                    closed_form_t1_from_zero=float(rotrnn_expected_sq_norm(gamma_num, 1)))
-    findings.append(numeric_finding(
+    return Lemma(witness=witness, findings=(numeric_finding(
         f"Monte Carlo ({n_seq} sequences, N = 4, T = {T_mc}, gamma = {gamma_num}) agrees with 1 - gamma^(2t) "
         "from zero, with 1 from a stationary start and from the 1/||B||_F first input",
         worst_z <= z_crit, scope=f"{n_seq} sequences, N = 4, t <= {T_mc}, gamma = {gamma_num} (Monte Carlo)",
         covers=R3_CLAIM, holds_when=f"max |mean - closed form| / std error = {worst_z:.2f} <= {z_crit:.2f}",
-        fails_when=f"max |mean - closed form| / std error = {worst_z:.2f} > {z_crit:.2f}", evidence="monte carlo"))
+        fails_when=f"max |mean - closed form| / std error = {worst_z:.2f} > {z_crit:.2f}", evidence="monte carlo"),))
 
-    for g_init in (0.9, 0.999):  # the default init's gamma range
+
+def r3_default_init_numbers() -> Lemma:
+    """Witness numbers at the default initialisation's gamma range: steps to 0.99 and E||x_1||^2 from zero."""
+    witness = {}
+    for g_init in (0.9, 0.999):
         witness[f"steps_to_0.99_gamma_{g_init}"] = float(np.log(0.01) / (2 * np.log(g_init)))
         witness[f"m1_from_zero_gamma_{g_init}"] = float(rotrnn_expected_sq_norm(g_init, 1))
-    conclusion = r3_conclusion(closed=closed, constant_m0=constant_m0, from_zero=from_zero, reaches_one=reaches_one,
-                               m1_variant=m1_variant, after=after, lru_closed=lru_closed,
-                               lru_fixed=fixed[0] if fixed else sp.nan, same_profile=same_profile,
-                               recursion_general=general_recursion_ok)
-    return ClaimResult(
-        claim="R3",
-        conclusion=conclusion,
+    return Lemma(witness=witness)
+
+
+def derive_r3(quick: bool = False, seed: int = 3) -> ClaimResult:
+    """R3: E||x_t||^2 under the RotRNN normalisation, and when it is constant; the LRU counterpart."""
+    start = time.perf_counter()
+    small = r3_recursion_small()
+    general = r3_recursion_general()
+    xi = r3_xi_forced()
+    closed = r3_closed_form()
+    constant = r3_when_constant(closed.value)
+    variant = r3_first_input_variant()
+    lru = r3_lru_mode(constant.value["from_zero"])
+    exact = r3_exact_recursion(quick, seed)
+    monte_carlo = r3_monte_carlo(quick, seed, exact.value)
+    lemmas = (small, general, xi, closed, constant, variant, lru, exact, monte_carlo, r3_default_init_numbers())
+    lru_closed, lru_fixed, same_profile = lru.value
+    conclusion = r3_conclusion(closed=closed.value, **constant.value, m1_variant=variant.value[0],
+                               after=variant.value[1], lru_closed=lru_closed, lru_fixed=lru_fixed,
+                               same_profile=same_profile, recursion_general=general.value)
+    return claim_from_lemmas(
+        "R3", lemmas=lemmas, start=start, conclusion=conclusion,
         title="the normalisation makes E||x_t||^2 = 1 a fixed point; constant for all t only from E||x_0||^2 = 1",
         assumptions=("u_t i.i.d. over time, E u_t = 0, E u_t u_t^T = I, u_t independent of x_{t-1}",
                      "R = P Theta P^T orthogonal (R1); symbolic derivation for N = 2, H = 3, numeric for N = 8 with P",
                      "beta = ||B||_F (so sum of b_i^2 = beta^2); m_t = E||x_t||^2; LRU mode: r = |lambda_j|, "
                      "g = exp(gamma_log_j), s = ||B_j||^2",
-                     "0 < gamma < 1 and 0 < |lambda| < 1"),
-        steps=steps_of(steps),
-        findings=tuple(findings),
-        witness=witness,
-        seconds=time.perf_counter() - start,
-    )
+                     "0 < gamma < 1 and 0 < |lambda| < 1"))

@@ -5,8 +5,10 @@ Numeric checks use the project's one tolerance table (`linrnn.impls.tolerance`, 
 A derivation returns a `ClaimResult`: the claim id from docs/claims.md, the assumptions, the steps of the
 derivation (each a SymPy expression rendered once to LaTeX, presentation MathML and plain text), the
 findings (one verdict per part of the claim: a claim can be partly proved and partly failing), and a
-witness dict of floats. Nothing in here decides a verdict by itself: a `Finding` is built from a
-computed boolean (`symbolic_finding`, `numeric_finding`), never from a literal.
+witness dict of floats. Each `derive_*` is a short list of named lemmas, functions that each return a
+`Lemma` (the findings, steps and witness numbers it contributes), joined in order by `claim_from_lemmas`.
+Nothing in here decides a verdict by itself: a `Finding` is built from a computed boolean (`symbolic_finding`,
+`numeric_finding`), never from a literal.
 
 Verdicts of one finding: "proved" (SymPy identity holds), "verified" (numeric check on random
 instances holds), "fails" (the computation came out otherwise; `condition` states exactly when). Each
@@ -26,6 +28,7 @@ import dataclasses
 import html
 import math
 import re
+import time
 import types
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -300,3 +303,49 @@ class ClaimResult:
 
 def steps_of(pairs: Sequence[tuple[str, Any]]) -> tuple[Step, ...]:
     return tuple(Step.of(label, expr) for label, expr in pairs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Derivations in named steps
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Lemma:
+    """One named step of a derivation, as its function returns it: the findings it settles, the steps it shows
+    (label, SymPy expression), the witness numbers it measures, and `value`, what later lemmas build on.
+
+    A `derive_*` function is a short list of lemmas; `claim_from_lemmas` joins their findings, steps and witness
+    numbers in that order into the claim's `ClaimResult`.
+    """
+
+    findings: tuple[Finding, ...] = ()
+    steps: tuple[tuple[str, Any], ...] = ()
+    witness: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    value: Any = None
+
+
+def claim_from_lemmas(claim: str, *, title: str, assumptions: Sequence[str], lemmas: Sequence[Lemma],
+                      start: float, conclusion: str = "", keep_witness=None) -> ClaimResult:
+    """The `ClaimResult` of a derivation made of `lemmas` (in order), timed from `start` (`time.perf_counter()`).
+
+    `keep_witness(value) -> bool`: which witness values are kept (default: all; each must then be finite). Two
+    lemmas that name the same witness number are an error (the second would silently replace the first)."""
+    witness: dict[str, Any] = {}
+    for lemma in lemmas:
+        repeated = sorted(set(witness) & set(lemma.witness))
+        if repeated:
+            raise ValueError(f"{claim}: witness number(s) {repeated} given by two lemmas")
+        witness.update(lemma.witness)
+    if keep_witness is not None:
+        witness = {k: v for k, v in witness.items() if keep_witness(v)}
+    return ClaimResult(
+        claim=claim,
+        title=title,
+        assumptions=tuple(assumptions),
+        steps=steps_of([step for lemma in lemmas for step in lemma.steps]),
+        findings=tuple(f for lemma in lemmas for f in lemma.findings),
+        witness=witness,
+        seconds=time.perf_counter() - start,
+        conclusion=conclusion,
+    )

@@ -12,7 +12,9 @@ from linrnn.theory.records import (
     TOLERANCES,
     ClaimResult,
     Finding,
+    Lemma,
     Step,
+    claim_from_lemmas,
     is_zero,
     numeric_finding,
     symbolic_finding,
@@ -148,3 +150,21 @@ def test_tolerance_scales_with_eps_and_scale():
     assert t64 == pytest.approx(TOLERANCES[("kernel_phase", "float64")].factor * 10 * np.finfo(np.float64).eps)
     assert t32 / t64 == pytest.approx(np.finfo(np.float32).eps / np.finfo(np.float64).eps)
     assert all(t.reason for t in TOLERANCES.values())
+
+
+def test_claim_from_lemmas_joins_findings_steps_and_witness_in_order():
+    x = sp.Symbol("x")
+    first = Lemma(findings=(symbolic_finding("a", True, scope="all x (symbolic)", general=True, covers="part",
+                                             fails_when="never"),),
+                  steps=(("s1", x + 1), ("s2", x + 2)), witness={"w1": 1, "gone": math.nan}, value="for later")
+    second = Lemma(findings=(numeric_finding("b", False, scope="x = 1 (numeric)", fails_when="at x = 1"),),
+                   steps=(("s3", x + 3),), witness={"w2": 2.5})
+    result = claim_from_lemmas("X1", title="t", assumptions=["a"], lemmas=(first, Lemma(), second), start=0.0,
+                               keep_witness=math.isfinite)
+    assert [f.statement for f in result.findings] == ["a", "b"] and [s.label for s in result.steps] == ["s1", "s2", "s3"]
+    assert list(result.witness.items()) == [("w1", 1.0), ("w2", 2.5)] and result.seconds > 0
+    assert result.verdict == "fails" and result.partly and result.condition == "at x = 1"
+    with pytest.raises(ValueError, match="not finite"):
+        claim_from_lemmas("X1", title="t", assumptions=(), lemmas=(first,), start=0.0)
+    with pytest.raises(ValueError, match=r"X1: witness number\(s\) \['w2'\] given by two lemmas"):
+        claim_from_lemmas("X1", title="t", assumptions=(), lemmas=(second, second), start=0.0)
