@@ -7,7 +7,8 @@ all read the same digest of the loaded results and the settled ledger (`build`):
      "crosscheck":  {"present", "ok", "comparisons", "failed", "rows", "columns", "row_groups", "column_groups",
                      "cells": {(row, column): cell}, "worst": cell | None}           worst error / tolerance per cell
      "speed":       {"present", "sweeps": [...], "ratios": {key: {"value", "range"}}}   training speed beside the peers
-     "conformance": [{"target", "model", "group", "verdict", "failed", "checks", "diagnoses"}, ...]}
+     "conformance": [{"target", "model", "group", "verdict", "failed", "checks", "diagnoses", "stored"}, ...]}
+                     (stored: None, or the words naming a peer's stored finding where it did not run here)
 
 Nothing here decides a verdict (the ledger does) or measures anything: it only reads. `changes` compares two
 digests; `markdown` writes report.md.
@@ -297,7 +298,7 @@ def markdown(digest: dict, *, rendered: str, files: int, quick: bool, against: s
     for c in peers:
         why = _why(c)
         lines.append(f"- {_md(c['target'])} as {_md(c['model'])}: **{_md(c['verdict'])}**"
-                     + (f": {_md(why)}" if why else ""))
+                     + (f" ({_md(c['stored'])})" if c.get("stored") else "") + (f": {_md(why)}" if why else ""))
     if own:
         ok = sum(c["verdict"] == "conforms" for c in own)
         lines.append(f"- this project's layers: {ok} of {len(own)} conform"

@@ -152,6 +152,11 @@ PEERS: dict[str, PeerInfo] = {
                         "alxndrTL/mamba.py: written apart from mamba-ssm (its scan is its own; its Mamba block follows "
                         "mamba-ssm's selective_scan_ref); shares no code with the other targets"),
 }
+# The module that sets TRITON_INTERPRET=1 (no CUDA device) before triton is first imported, so that the Triton peers'
+# kernels (accelerated-scan, fla-hgrn) are decorated for Triton's interpreter: imported before the other targets'
+TRITON_FIRST = "linrnn.verify.conform_peers_torch"
+
+
 def own_models(target: str) -> tuple[str, ...]:
     """The contracts this project's own target implements: every recurrent model registered (its spec), or the scan."""
     return ("scan",) if target.endswith("-scan") else specs.recurrent_kinds()
@@ -1186,6 +1191,10 @@ def installed_version(distribution: str) -> str | None:
 
 def peers_table() -> list[dict[str, Any]]:
     """Every built-in target: name, contracts, package and version (or why it cannot run here), lineage."""
+    try:        # first: where triton is not imported yet, it chooses Triton's interpreter for the Triton peers
+        importlib.import_module(TRITON_FIRST)
+    except ImportError:
+        pass    # no PyTorch: each target says so below
     rows = []
     for name in BUILTINS:
         info = PEERS.get(name)
@@ -1266,5 +1275,6 @@ def _main(args: argparse.Namespace) -> int:
     if args.json:
         from linrnn.impls.results import ConformRecord, Envelope, command_line, write
 
-        write(args.json, ConformRecord(result=result.to_dict(), envelope=Envelope.here(command_line(args))))
+        peer = (PEERS[args.target].distribution,) if args.target in PEERS else ()     # its version in the record
+        write(args.json, ConformRecord(result=result.to_dict(), envelope=Envelope.here(command_line(args), peer)))
     return 0 if result.ok else 1

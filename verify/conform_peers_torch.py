@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.machinery
 import importlib.util
 import io
 import os
@@ -76,11 +77,20 @@ __all__ = ["accelerated_scan", "accelerated_scan_ref", "fla_hgrn", "fla_hgrn_nai
            "mamba_missing", "mamba_ssm", "mamba_ssm_ref", "mambapy", "missing_reason", "torch_associative_scan"]
 
 
+def _stand_in(extension: str) -> None:
+    """An empty module for a compiled CUDA extension that is not built here (the code called never uses it). It has a
+    module spec, so that `importlib.util.find_spec` of it answers instead of raising (lrnnx and mamba-ssm import
+    `selective_scan_cuda` both: whichever is imported first puts the stand-in in place for the other)."""
+    if extension not in sys.modules and importlib.util.find_spec(extension) is None:
+        module = types.ModuleType(extension)
+        module.__spec__ = importlib.machinery.ModuleSpec(extension, None)
+        sys.modules[extension] = module
+
+
 def _import(name: str):
     if name == "lrnnx":
         for ext in LRNNX_EXTENSIONS:                     # stand-ins for its CUDA extensions, where not built
-            if ext not in sys.modules and importlib.util.find_spec(ext) is None:
-                sys.modules.setdefault(ext, types.ModuleType(ext))
+            _stand_in(ext)
     if name in ("accelerated-scan", "fla-hgrn") and not torch.cuda.is_available() and \
             os.environ.get("TRITON_INTERPRET") != "1":
         raise ImportError("its Triton kernels run on the CPU only in Triton's interpreter, and triton was imported "
@@ -93,8 +103,8 @@ def missing_reason(name: str) -> str | None:
     """None when peer `name` imports here, else one line saying why not and what to install."""
     if name in MAMBA_FUNCTIONS:
         why = mamba_missing(name)
-        return why and (f"{name}: {why}; it runs where mamba-ssm is installed (a machine with CUDA), and `linrnn "
-                        f"gpucheck` checks it there (docs/gpu.md)" if why == MAMBA_ABSENT else f"{name}: {why}")
+        fused = "; its fused kernel needs a CUDA device, where `linrnn gpucheck` checks it (docs/gpu.md)"
+        return why and f"{name}: {why}" + (fused if why == MAMBA_ABSENT and name == "mamba-ssm" else "")
     try:
         _import(name)
     except Exception as err:                  # a broken install fails in its own ways
@@ -237,7 +247,7 @@ def linrnn_torch_scan(bundle: dict, config: dict, dtype: str = "float64"):
 # -- mamba-ssm ------------------------------------------------------------------------------------
 
 MAMBA_MODULE = "mamba_ssm.ops.selective_scan_interface"
-MAMBA_ABSENT = "mamba_ssm is not installed (it needs CUDA to build)"
+MAMBA_ABSENT = "mamba_ssm is not installed (sh tools/install-peers.sh installs it without its CUDA build)"
 MAMBA_FUNCTIONS = {"mamba-ssm-ref": "selective_scan_ref", "mamba-ssm": "selective_scan_fn"}
 MAMBA_FUSED_DEVICES = ("cuda",)       # where `selective_scan_fn` runs (the tests add the CPU for a stand-in module)
 
@@ -262,8 +272,7 @@ def _mamba_module():
         package = types.ModuleType("mamba_ssm")
         package.__path__ = list(spec.submodule_search_locations)
         sys.modules["mamba_ssm"] = package
-    if importlib.util.find_spec("selective_scan_cuda") is None:
-        sys.modules.setdefault("selective_scan_cuda", types.ModuleType("selective_scan_cuda"))
+    _stand_in("selective_scan_cuda")
     return importlib.import_module(MAMBA_MODULE)
 
 
@@ -282,6 +291,9 @@ def mamba_missing(name: str = "mamba-ssm-ref", device: str | None = None) -> str
     device = _where(device)
     if name == "mamba-ssm" and device not in MAMBA_FUSED_DEVICES:
         return f"selective_scan_fn is mamba-ssm's fused CUDA kernel: it needs a CUDA device (here: {device})"
+    if name == "mamba-ssm" and not hasattr(sys.modules.get("selective_scan_cuda"), "fwd"):
+        return ("mamba-ssm was installed without its CUDA build (MAMBA_SKIP_CUDA_BUILD): its fused kernel's extension "
+                "selective_scan_cuda is an empty stand-in here")
     return None
 
 

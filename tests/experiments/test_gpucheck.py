@@ -30,7 +30,7 @@ from linrnn.reports.results import read_results
 from linrnn.reports.sections import gpucheck as gpu_section
 
 SETTLED = ("done", "partial: budget", "not run: budget", "not available: ", "skipped: ")
-MAMBA_SKIPPED = "skipped: mamba_ssm is not installed (it needs CUDA to build)"
+MAMBA_SKIPPED = "skipped: mamba_ssm is not installed (sh tools/install-peers.sh installs it without its CUDA build)"
 
 
 def render(directory, out):
@@ -172,6 +172,9 @@ def stand_in_mamba(monkeypatch, planted: str | None = None):
     for name in ("mamba_ssm", "mamba_ssm.ops"):
         monkeypatch.setitem(sys.modules, name, ModuleType(name))
     monkeypatch.setitem(sys.modules, peers.MAMBA_MODULE, module)
+    extension = ModuleType("selective_scan_cuda")            # its compiled extension, built: the fused path runs
+    extension.fwd = extension.bwd = selective_scan_ref
+    monkeypatch.setitem(sys.modules, "selective_scan_cuda", extension)
     monkeypatch.setattr(peers, "MAMBA_FUSED_DEVICES", ("cuda", "cpu"))     # the stand-in "kernel" runs on the CPU
 
 
@@ -219,6 +222,22 @@ def test_the_mamba_step_is_skipped_where_mamba_ssm_is_absent_and_renders_where_i
     html = section_html(render(tmp_path, tmp_path / "page"))
     assert "mamba-ssm's selective scan against the scan contract" in html
     assert html.count("<tr><td>selective_scan_fn</td><td>") == 14 and "<td>long L=64</td>" in html
+
+
+def test_mamba_ssm_installed_without_its_cuda_build_has_no_fused_kernel(monkeypatch):
+    """As tools/install-peers.sh installs it (MAMBA_SKIP_CUDA_BUILD): its extension is an empty stand-in, so on a
+    CUDA device the fused target says why it cannot run (not a crash inside the kernel call); the reference runs."""
+    from linrnn.verify import conform_peers_torch as peers
+
+    stand_in_mamba(monkeypatch)
+    monkeypatch.setitem(sys.modules, "selective_scan_cuda", ModuleType("selective_scan_cuda"))
+    assert peers.mamba_missing("mamba-ssm-ref", "cuda") is None
+    assert peers.mamba_missing("mamba-ssm", "cuda") == (
+        "mamba-ssm was installed without its CUDA build (MAMBA_SKIP_CUDA_BUILD): its fused kernel's extension "
+        "selective_scan_cuda is an empty stand-in here")
+    monkeypatch.setattr(peers, "MAMBA_FUSED_DEVICES", ("cuda",))          # as shipped: the CPU is not one
+    assert peers.mamba_missing("mamba-ssm", "cpu").startswith("selective_scan_fn is mamba-ssm's fused CUDA kernel: "
+                                                              "it needs a CUDA device (here: cpu)")
 
 
 def test_the_mamba_targets_in_conform(monkeypatch):

@@ -1,8 +1,12 @@
 """The "Conformance" section: each built-in target of `linrnn conform`, each check with its status and error.
 
 - computed for real (quick): the project's torch layers conform at every kind, the peers show their findings
-  (or the reason they are absent), linrnn-jax is left out with the reason;
-- a peer that cannot run here is listed with the reason, and what a result holds is escaped on the page.
+  (run here, or their stored findings marked as stored, or the reason they are absent), linrnn-jax is left out with
+  the reason;
+- a peer that cannot run here is listed with the reason, and what a result holds is escaped on the page;
+- a peer that cannot run here shows its stored finding (package version, date, command), marked as stored; the
+  committed stored findings read, are of the target and contract their names say, and hold the findings below;
+- the Triton peers run in a fresh process (Triton's interpreter is chosen before triton is imported).
 """
 
 from __future__ import annotations
@@ -62,16 +66,21 @@ def test_every_target_and_check_is_on_the_page(tmp_path):
         assert all("pass" in status for *_, status in rows)
     for (target, kind), words in FINDINGS.items():
         part = block(html, target, kind)
-        if runs[target, kind]["absent"]:
+        if runs[target, kind]["absent"] and not runs[target, kind]["stored"]:
             assert str(escape(f"Not run here: {runs[target, kind]['absent']}")) in part   # as the template escapes it
             continue
+        if runs[target, kind]["stored"]:
+            stored = runs[target, kind]["stored"]
+            assert str(escape(f"Stored finding, not run here ({runs[target, kind]['absent']}): {stored['package']} "
+                              f"{stored['version']}")) in part, part
         verdict = ">deviates</span>" if words else ">conforms</span>"
         assert verdict in part and all(w in part for w in words), part
         assert ("FAIL" in part) == bool(words)
     table = html[html.index('<h3 id="conformance-findings">'):html.index('<h3 id="conformance-peers">')]
     for (target, kind), words in FINDINGS.items():
-        assert f"<code>linrnn conform {target} --model {kind}</code>" in table
-        assert all(w in table for w in words) if not runs[target, kind]["absent"] else "not run here" in table
+        assert f"<code>linrnn conform {target} --model {kind}" in table
+        assert all(w in table for w in words) if not runs[target, kind]["absent"] or runs[target, kind]["stored"] \
+            else "not run here" in table
     peers = html[html.index('<h3 id="conformance-peers">'):]
     assert all(f"<code>{name}</code>" in peers for name in section.peers_table.__globals__["BUILTINS"])
 
@@ -82,9 +91,117 @@ def test_an_absent_peer_is_named_with_the_reason(tmp_path, monkeypatch):
     monkeypatch.setattr(section, "OWN_TARGETS", ())
     monkeypatch.setattr(section, "OWN_SCANS", ())
     monkeypatch.setattr(section, "unavailable", lambda target: reason)
+    monkeypatch.setattr(section, "STORED_FINDINGS", tmp_path / "none")
     data, html = build(tmp_path)
-    assert data["runs"] == [{"target": "lru-pytorch", "model": "lru", "group": "peer", "absent": reason,
-                             "result": None}]
-    assert "Not run here: lru-pytorch is not installed" in html and "No module named &lt;x&gt;)" in html
+    why = "no stored finding (lru-pytorch--lru.json is not in none/)"
+    assert data["runs"] == [{"target": "lru-pytorch", "model": "lru", "group": "peer", "absent": f"{reason}; {why}",
+                             "result": None, "stored": None}]
+    assert "Not run here: lru-pytorch is not installed" in html and "No module named &lt;x&gt;); no stored" in html
     assert '<table class="conformance">' not in html                # no checks: only the findings and peers tables
     assert "<td>not run here</td>" in html
+
+
+def stored_record(target: str, model: str, deviates: bool = True, version: str = "9.9"):
+    from linrnn.impls.results import ConformRecord, Envelope
+
+    checks = [{"name": "impulse", "dtype": "float32", "status": "fail" if deviates else "pass", "rel": 0.5,
+               "rtol": 1e-5, "detail": "planted <b>", "diagnoses": []}]
+    result = {"target": target, "model": model, "dtypes": ["float32"], "lengths": [1], "seed": 0, "pins": {},
+              "long_length": 0, "very_long_length": 0, "conforms": not deviates, "checks": checks,
+              "diagnoses": [{"key": "dense_D", "words": "D is applied as a dense matrix, not elementwise"}]
+              if deviates else []}
+    envelope = Envelope(date="2026-12-05T07:00:00+00:00", machine={"label": "the 2-core CPU"},
+                        libraries={"LRU-pytorch": version}, command=f"linrnn conform {target} --model {model} --json F",
+                        code_version="0.2.0+gabc")
+    return ConformRecord(result=result, envelope=envelope)
+
+
+def test_a_peer_that_cannot_run_here_shows_its_stored_finding_marked_as_stored(tmp_path, monkeypatch):
+    from linrnn.impls.results import write
+    from linrnn.reports import digest
+
+    monkeypatch.setattr(section, "PEER_RUNS", (("lru-pytorch", "lru"),))
+    monkeypatch.setattr(section, "OWN_TARGETS", ())
+    monkeypatch.setattr(section, "OWN_SCANS", ())
+    monkeypatch.setattr(section, "unavailable", lambda target: "lru-pytorch is not installed (here)")
+    monkeypatch.setattr(section, "STORED_FINDINGS", tmp_path / "conform")
+    write(tmp_path / "conform" / "lru-pytorch--lru.json", stored_record("lru-pytorch", "lru"))
+    data, html = build(tmp_path)
+    run = data["runs"][0]
+    assert run["absent"] == "lru-pytorch is not installed (here)" and run["result"]["conforms"] is False
+    assert run["stored"] == {"file": str(tmp_path / "conform" / "lru-pytorch--lru.json"),
+                             "date": "2026-12-05T07:00:00+00:00", "command": "linrnn conform lru-pytorch --model lru "
+                             "--json F", "package": "LRU-pytorch", "version": "9.9", "machine": "the 2-core CPU",
+                             "code_version": "0.2.0+gabc"}
+    assert ("Stored finding, not run here (lru-pytorch is not installed (here)): LRU-pytorch 9.9,\nmeasured "
+            "2026-12-05T07:00:00+00:00 on the 2-core CPU") in html
+    assert "D is applied as a dense matrix, not elementwise" in html and "planted &lt;b&gt;" in html
+    assert ">deviates</span><div class=\"stored\">stored finding: LRU-pytorch 9.9, 2026-12-05 (the 2-core CPU); not " \
+        "run here</div>" in html
+    assert "<code>linrnn conform lru-pytorch --model lru --json F</code>" in html and "not run here</td>" not in html
+    verdict = section.verdict(run)
+    assert verdict["verdict"] == "deviates" and verdict["stored"] == (
+        "stored finding: LRU-pytorch 9.9, 2026-12-05, `linrnn conform lru-pytorch --model lru --json F`")
+    assert "lru-pytorch as lru deviates (1 of 1 checks fail) (stored finding: LRU-pytorch 9.9" in section.summary(data)
+    assert digest.conformance([{"data": data, "meta": {}}])[0]["stored"] == verdict["stored"]
+    md = (tmp_path / "page" / "report.md").read_text()
+    assert "- lru-pytorch as lru: **deviates** (stored finding: LRU-pytorch 9.9, 2026-12-05, \\`linrnn conform " \
+        "lru-pytorch --model lru --json F\\`): D is applied as a dense matrix, not elementwise" in md, md
+    page = (tmp_path / "page" / "report.html").read_text()
+    assert 'deviates</span> (1/1) <span class="stored" title="stored finding: LRU-pytorch 9.9' in page
+
+
+def test_a_stored_finding_of_another_target_or_unreadable_is_no_finding(tmp_path):
+    from linrnn.impls.results import write
+
+    write(tmp_path / "lru-pytorch--lru.json", stored_record("s5-pytorch", "lru"))
+    (tmp_path / "lrnnx--lru.json").write_text("{")
+    assert section.stored_finding("lru-pytorch", "lru", tmp_path) == (
+        None, None, "its stored finding lru-pytorch--lru.json is of s5-pytorch as lru, not of lru-pytorch as lru")
+    result, stored, why = section.stored_finding("lrnnx", "lru", tmp_path)
+    assert result is None and stored is None and why.startswith("its stored finding does not read (") and \
+        "unreadable JSON" in why
+
+
+def test_the_committed_stored_findings_are_the_documented_ones():
+    """Every peer run of the report has a stored finding but mamba-ssm's fused kernel (never measured: no CUDA device
+    here); each reads, is of the target and contract its name says, records the package's version, the date and the
+    command, and holds the findings the page is tested for above."""
+    stored = {p.name for p in section.STORED_FINDINGS.glob("*.json")}
+    assert stored == {f"{t}--{m}.json" for t, m in section.PEER_RUNS if t != "mamba-ssm"}
+    for target, model in section.PEER_RUNS:
+        if target == "mamba-ssm":
+            continue
+        result, info, why = section.stored_finding(target, model)
+        assert why == "" and info["version"] != "not recorded" and info["command"].startswith(
+            f"linrnn conform {target} --model {model}") and info["date"].startswith("2026-"), (target, info)
+        words = FINDINGS.get((target, model), ())
+        deviations = [d["words"] for d in result["diagnoses"]]
+        assert result["conforms"] == (not words), (target, model, deviations)
+        assert all(any(w in d for d in deviations) for w in words), (target, model, deviations)
+
+
+def test_the_triton_peers_run_in_a_fresh_process():
+    """`run_fresh`: `linrnn conform` in a process of its own with TRITON_INTERPRET=1, its record read back; a target
+    that cannot run is the one line it failed with."""
+    result, why = section.run_fresh("linrnn-torch-scan", "scan", lengths=(1, 3))
+    assert why is None and result["target"] == "linrnn-torch-scan" and result["conforms"], result
+    assert result["very_long_length"] == 0 and result["lengths"] == [1, 3]
+    result, why = section.run_fresh("nope", "scan")
+    assert result is None and why.startswith("target: expected module:function or one of lru-pytorch, "), why
+
+
+def test_a_triton_peer_that_ran_apart_is_listed_as_runnable(monkeypatch):
+    """In the report's process triton is imported before the Triton peers' kernels could choose the interpreter; they
+    run in a process of their own, and the list of targets says they ran (not this process's import error)."""
+    result = stored_record("fla-hgrn", "scan", deviates=False).result
+    monkeypatch.setattr(section, "PEER_RUNS", (("fla-hgrn", "scan"),))
+    monkeypatch.setattr(section, "OWN_TARGETS", ())
+    monkeypatch.setattr(section, "OWN_SCANS", ())
+    monkeypatch.setattr(section, "run_fresh", lambda target, kind: (result, None))
+    monkeypatch.setattr(section, "peers_table", lambda: [
+        {"target": "fla-hgrn", "missing": "fla-hgrn cannot be imported (triton was imported before ...)"},
+        {"target": "mambapy", "missing": "mambapy is not installed"}])
+    data, _ = section.compute(False, lambda *a: None)
+    assert data["runs"][0]["absent"] is None and data["runs"][0]["result"] is result
+    assert [r["missing"] for r in data["peers"]] == [None, "mambapy is not installed"]
