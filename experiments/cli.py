@@ -10,6 +10,10 @@
                                                      (`linrnn.experiments.training_speed`)
     linrnn bench growth [--rounds R]                 PyTorch's fwd+bwd growth t(65536) / t(4096) alone, in
                                                      interleaved rounds (`training_speed.growth_rounds`)
+    linrnn bench peers [--rounds R] [--quick] [--out FILE]
+                                                     every peer's CPU route beside the project's route of the same
+                                                     contract, forward and fwd+bwd, in interleaved rounds
+                                                     (`linrnn.experiments.peer_speed`)
     linrnn reduced-training --data DIR --out FILE [--only NAMES] [--runs DIR]
                                                      the papers' data tasks at a reduced scale
                                                      (`linrnn.experiments.reduced_training`)
@@ -27,7 +31,7 @@ from linrnn.impls.errors import LinrnnError
 
 
 def register(subparsers) -> None:
-    from linrnn.experiments import reduced_training, training_speed
+    from linrnn.experiments import peer_speed, reduced_training, training_speed
 
     bench = subparsers.add_parser("bench", help="time the layers: PyTorch's scan routes, the forward parts, JAX's "
                                                 "modes, the training-speed sweep (docs/speed.md)")
@@ -61,6 +65,12 @@ def register(subparsers) -> None:
     p.add_argument("--rounds", type=int, default=training_speed.INTERLEAVED_ROUNDS,
                    help=f"interleaved rounds (default {training_speed.INTERLEAVED_ROUNDS})")
     p.set_defaults(func=_growth)
+
+    p = actions.add_parser("peers", help="every published peer's CPU route beside the project's route of the same "
+                                         "contract, at the same shapes, forward and forward+backward, in interleaved "
+                                         "rounds; the stored record")
+    peer_speed.add_arguments(p)
+    p.set_defaults(func=lambda args: peer_speed.run_command(args, _command_line(args)))
 
     p = subparsers.add_parser("reduced-training", help="the papers' data tasks trained at a reduced scale, "
                                                        "each beside its baseline; one JSON for the report")

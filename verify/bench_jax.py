@@ -9,7 +9,8 @@
 The same signatures, defaults and return types as `linrnn.verify.bench_torch`'s builders, and the same
 companions with a `direction` ('forward' or 'forward+backward'): `make_gemm_floor` (the two
 projections of an LRU layer alone, (u W_in) W_out with W_in (H 2N)) and `make_scan_alone` (the
-recurrence alone, vmapped over the batch: 'sequential' is `lax.scan`, 'pallas' the Pallas kernel).
+recurrence alone, vmapped over the batch: 'sequential' is `lax.scan`, 'associative' the associative scan, 'pallas'
+the Pallas kernel).
 `tests/bench/` times them with pytest-benchmark; `linrnn bench jax` prints a table
 of forward medians. N is the layer's total state size: RotRNN runs `heads` heads of N/heads.
 
@@ -35,7 +36,7 @@ from linrnn.impls.init import init
 from linrnn.impls.jax import layer
 from linrnn.impls.jax.params import from_bundle, precision
 
-SCAN_ROUTES = ("sequential", "pallas")
+SCAN_ROUTES = ("sequential", "associative", "pallas")
 
 
 def _device(device) -> jax.Device:
@@ -144,7 +145,8 @@ def make_scan_alone(route: str, direction: str, B: int, L: int, n: int, dtype: s
                     device=None, *, before_inputs: Callable[[], None] | None = None) -> tuple[Callable[[], Any], dict]:
     """The recurrence alone, B sequences of v (L n) complex from x0 = 0, vmapped over B.
 
-    route 'sequential': `linrnn.impls.jax.scan.sequential` (lax.scan); 'pallas': `pallas_scan.scan`
+    route 'sequential': `linrnn.impls.jax.scan.sequential` (lax.scan); 'associative': `scan.associative` (the
+    associative scan, as the project's conform target `linrnn-jax-scan` runs it); 'pallas': `pallas_scan.scan`
     (needs the module and its `available()`; else a LinrnnError with the reason). forward+backward:
     jax.grad of the sum of the states' real and imaginary parts w.r.t. log_lambda (n,) and v.
     """
@@ -160,7 +162,9 @@ def make_scan_alone(route: str, direction: str, B: int, L: int, n: int, dtype: s
             raise LinrnnError(f"pallas scan: {reason}")
         one = pallas_scan.scan
     else:
-        from linrnn.impls.jax.scan import sequential as one
+        from linrnn.impls.jax import scan
+
+        one = scan.sequential if route == "sequential" else scan.associative
     dev = _device(device)
     complex_dtype = "complex64" if dtype == "float32" else "complex128"
 

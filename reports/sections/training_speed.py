@@ -16,6 +16,12 @@ page always says something about the machine it was built on:
     default:  every mixer and the GEMM floor, B = 8, H = N = 128 (RotRNN 16 heads of 8), L = 1024, 4096:
               about 15 s on this 2-core CPU, idle
 
+Beside the peers (`linrnn.experiments.peer_speed`): every published peer's CPU route beside the project's route of
+the same contract, in interleaved rounds, as ratios. The stored record (reports/results/peer_speed_cpu.json, full
+sizes, `linrnn bench peers --out ...`) is shown; the full report also times the peers live at smaller sizes
+(`peer_speed.LIVE[False]`, 5 rounds: 26 s on this 2-core CPU at a load average of 5.4, imports and JAX's compiling
+included); the quick report leaves the live rounds out and says so.
+
 This module adds the figures' descriptions (plain data, drawn when the page renders) and names the
 template; `linrnn report --from DIR` renders it from the saved results, stored sweeps included.
 """
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from linrnn.experiments import peer_speed
 from linrnn.experiments.training_speed import DIRECTIONS, PEERS, check_stored, derive, scaling, sweep, targets
 from linrnn.reports import plots
 from linrnn.impls.results import STORED_DIR, TrainingSpeedRecord
@@ -53,10 +60,39 @@ def compute(quick: bool, progress) -> tuple[dict, dict]:
     stored, skipped = load_stored(STORED_DIR)
     live = sweep(device="cpu", frameworks=("torch",), peers=False, memory=False, budget_s=LIVE_BUDGET_S,
                  progress=progress, **LIVE[quick])
-    data = {"live": live, "stored": stored, "stored_skipped": skipped}
+    data = {"live": live, "stored": stored, "stored_skipped": skipped, "peers": peers(quick, progress)}
     data["plots"] = figures(data)
     return data, {"live": {**LIVE[quick], "budget_s": LIVE_BUDGET_S}, "stored_dir": str(STORED_DIR),
-                  "stored_glob": STORED_GLOB, "command": COMMAND}
+                  "stored_glob": STORED_GLOB, "command": COMMAND,
+                  "peers_live": None if quick else {"groups": [dict(g) for g in peer_speed.LIVE[False]],
+                                                    "rounds": peer_speed.LIVE_ROUNDS[False]}}
+
+
+PEERS_QUICK_OMITTED = ("left out of the quick report (importing the peers and compiling JAX's calls take about half a "
+                       "minute); the full report times them")
+
+
+def peers(quick: bool, progress) -> dict:
+    """The peers' part: the stored record beside the peers (or why there is none) and, in the full report, live rounds
+    on this machine (`peer_speed.LIVE[False]`)."""
+    stored, why = peer_speed.load_stored(STORED_DIR)
+    live = None if quick else peer_speed.measure(peer_speed.LIVE[False], peer_speed.LIVE_ROUNDS[False], progress)
+    return {"stored": stored, "stored_skipped": why, "live": live,
+            "live_omitted": PEERS_QUICK_OMITTED if quick else None, "undecided": peer_speed.UNDECIDED}
+
+
+def peers_headline(part: dict | None) -> str:
+    """The stored record's fwd+bwd ratios in one sentence (the summary line's second half), or ''."""
+    stored = (part or {}).get("stored")
+    if not stored:
+        return ""
+    rows = [r for r in stored["result"]["rows"] if r["direction"] == "forward+backward" and not r.get("own")]
+    timed = [f"{r['route']} {r['ratio']:.2f}" + (" (undecided)" if peer_speed.reading(r) == "undecided" else "")
+             for r in rows if r.get("ratio") is not None]
+    if not timed:
+        return ""
+    return (f"Beside the peers ({stored['file']}, {stored['result']['config']['rounds']} interleaved rounds), "
+            f"forward+backward, the peer's time over the project's route of the same contract: {', '.join(timed)}.")
 
 
 def load_stored(directory: Path) -> tuple[list[dict], list[list[str]]]:
@@ -154,4 +190,6 @@ def round_ratios(stored: dict) -> dict[str, dict]:
 
 def summary(data: dict) -> str:
     heads = [h["text"] for h in map(headline, data["stored"]) if h is not None]
-    return " ".join(heads) or "No stored sweep with the peers: the details have this machine's live sweep only."
+    peers_line = peers_headline(data.get("peers"))
+    return " ".join(heads + ([peers_line] if peers_line else [])) or \
+        "No stored sweep with the peers: the details have this machine's live sweep only."

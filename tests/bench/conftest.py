@@ -10,6 +10,10 @@ format `linrnn bench training-speed --out` writes, so the report can render it) 
     FILE.ratios.json beside --benchmark-json FILE, else nowhere,
 
 and printed as markdown tables in the terminal summary (`pytest_terminal_summary`).
+
+The peers' benchmarks (tests/bench/test_bench_peers.py) append their rows to `peer_rows`; when the session ends they
+are written as the record `linrnn bench peers --out` writes, to $LINRNN_BENCH_PEERS if set, else FILE.peers.json beside
+--benchmark-json FILE, and printed as `peer_speed.markdown`'s tables.
 """
 
 import os
@@ -23,11 +27,14 @@ from linrnn.impls.results import write
 GROWTH = (4096, 16384)      # the longest pair these benchmarks time
 
 
-def ratios_path(config) -> Path | None:
-    if os.environ.get("LINRNN_BENCH_RATIOS"):
-        return Path(os.environ["LINRNN_BENCH_RATIOS"])
+def ratios_path(config, variable: str = "LINRNN_BENCH_RATIOS", suffix: str = ".ratios.json") -> Path | None:
+    if os.environ.get(variable):
+        return Path(os.environ[variable])
     bench_json = config.getoption("benchmark_json", None)
-    return None if bench_json is None else Path(bench_json).with_suffix(".ratios.json")
+    if bench_json is None:
+        return None
+    path = bench_json if isinstance(bench_json, (str, os.PathLike)) else bench_json.name    # a path, or an open file
+    return Path(path).with_suffix(suffix)
 
 
 def result_of(rows: list[dict], sizes: dict, device: str) -> dict:
@@ -49,6 +56,25 @@ def training_rows(request):
 
 
 SUMMARY = pytest.StashKey[str]()
+PEERS_SUMMARY = pytest.StashKey[str]()
+
+
+@pytest.fixture(scope="session")
+def peer_rows(request):
+    """The peers' benchmark rows (`peer_speed.group_rounds`); written and printed when the session ends."""
+    rows = []
+    yield rows
+    if rows:
+        from linrnn.experiments import peer_speed
+
+        groups = [g for g in peer_speed.GROUPS if any(r["group"] == g["name"] for r in rows)]
+        result = {"rows": rows, "config": peer_speed.config(groups, max(r["rounds"] for r in rows))}
+        text = peer_speed.markdown(result)
+        path = ratios_path(request.config, "LINRNN_BENCH_PEERS", ".peers.json")
+        if path is not None:
+            write(path, peer_speed.stored_record(result, "pytest " + " ".join(request.config.invocation_params.args)))
+            text += f"\npeer rows written to {path}\n"
+        request.config.stash[PEERS_SUMMARY] = text
 
 
 def report(config, result: dict) -> None:
@@ -67,3 +93,6 @@ def pytest_terminal_summary(terminalreporter, config):
     if SUMMARY in config.stash:
         terminalreporter.section("training speed: ratios")
         terminalreporter.write(config.stash[SUMMARY])
+    if PEERS_SUMMARY in config.stash:
+        terminalreporter.section("beside the peers: ratios")
+        terminalreporter.write(config.stash[PEERS_SUMMARY])
