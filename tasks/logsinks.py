@@ -94,8 +94,11 @@ class WandbSink:
         except ImportError:
             raise LinrnnError("--log wandb: expected the wandb package (pip install wandb; WANDB_MODE=offline logs "
                               "without an account)") from None
+        # console="off": wandb would otherwise take over this process's stdout and stderr (file descriptors 1 and 2)
+        # to record them, under the progress bar, a sweep's job log or a test's capture
         self.run = wandb.init(project=os.environ.get("WANDB_PROJECT", "linrnn"), dir=str(run_dir),
-                              name=Path(run_dir).name, config=config, resume="allow" if start else None)
+                              name=Path(run_dir).name, config=config, resume="allow" if start else None,
+                              settings=wandb.Settings(console="off"))
 
     def write(self, line: dict) -> None:
         values = scalars(line)

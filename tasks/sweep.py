@@ -74,9 +74,6 @@ class Executor:
     cluster: dict = field(default_factory=dict)   # slurm: `linrnn.tasks.sweep_slurm.cluster_settings`
     progress: bool = True                      # the live count on stderr
 
-    def describe(self) -> str:
-        return f"{self.kind}:{self.workers}" if self.kind == "local" else self.kind
-
 
 def available_cores() -> int:
     try:

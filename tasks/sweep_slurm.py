@@ -23,6 +23,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
+import logging
 import os
 import sys
 import time
@@ -129,12 +130,49 @@ class SlurmCall:
         return submitit.helpers.DelayedSubmission(self, *args, **kwargs)
 
 
-def slurm_executor(folder: Path, settings: dict, threads: int):
-    """submitit's SlurmExecutor with the cluster's settings (`cluster_settings`), its logs under `folder`."""
+class _Stderr(logging.StreamHandler):
+    """A handler on whatever sys.stderr is when it writes (not the stream it was made with)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+def import_submitit():
+    """submitit, imported without its logging set-up: on import it calls `logging.config.dictConfig`, which closes
+    every logging handler of the process (`logging.shutdown`), and with them the streams they write to (absl's, set up
+    by JAX's peers, writes to sys.stderr: the driver lost its stderr). Its own logger gets one handler on stderr here;
+    in a job, on its node, submitit configures itself as usual."""
+    if "submitit" in sys.modules:
+        return sys.modules["submitit"]
+    saved = os.environ.get("SUBMITIT_LOG_LEVEL")
+    os.environ["SUBMITIT_LOG_LEVEL"] = "NOCONFIG"
     try:
         import submitit
     except ImportError:
         raise LinrnnError("--executor slurm: expected the submitit package (pip install submitit)") from None
+    finally:
+        if saved is None:
+            del os.environ["SUBMITIT_LOG_LEVEL"]
+        else:
+            os.environ["SUBMITIT_LOG_LEVEL"] = saved
+    logger = logging.getLogger("submitit")
+    if not logger.handlers:
+        handler = _Stderr()
+        handler.setFormatter(logging.Formatter("%(name)s %(levelname)s (%(asctime)s) - %(message)s"))
+        handler.setLevel(logging.WARNING)
+        logger.addHandler(handler)
+        logger.propagate = False
+    return submitit
+
+
+def slurm_executor(folder: Path, settings: dict, threads: int):
+    """submitit's SlurmExecutor with the cluster's settings (`cluster_settings`), its logs under `folder`."""
+    submitit = import_submitit()
     import shutil
 
     if shutil.which("sbatch") is None:
@@ -169,7 +207,7 @@ def _live(job_id: str) -> bool:
 
 
 def run_slurm(todo, executor, on_result, progress, failures, folder) -> None:
-    import submitit
+    submitit = import_submitit()
 
     folder = Path(folder) / "slurm"
     slurm = slurm_executor(folder, executor.cluster, executor.threads)

@@ -102,6 +102,10 @@ class FakeWandb:
         self.calls.append(("init", kwargs))
         return self
 
+    @staticmethod
+    def Settings(**kwargs):
+        return kwargs
+
     def log(self, values, step):
         self.calls.append(("log", step, dict(values)))
 
@@ -120,7 +124,7 @@ def test_the_wandb_sink_logs_every_value_at_its_step_with_the_config(tmp_path, m
     (kind, init), *logs, finish = fake.calls
     assert kind == "init" and finish == ("finish",)
     assert init == {"project": "mine", "dir": str(tmp_path), "name": tmp_path.name, "config": config.to_dict(),
-                    "resume": None}
+                    "resume": None, "settings": {"console": "off"}}
     got: dict[str, dict[int, float]] = {}
     for _, step, values in logs:
         for tag, value in values.items():

@@ -185,3 +185,29 @@ def test_the_progress_line_counts_the_jobs_and_estimates_the_time_left():
     assert re.fullmatch(r"jobs: 2/5 done \(1 already\), 1 running, 2 pending, 0 failed; 0:10 elapsed, about 0:3\d "
                         r"left", lines[1]), lines[1]
     assert len(lines) == 2
+
+
+def test_importing_submitit_leaves_the_process_logging_handlers_and_their_streams_open():
+    """submitit's own import runs `logging.config.dictConfig`, which closes every handler of the process and the
+    streams they write to (absl's writes to sys.stderr: a driver, and pytest's capture, lost their stderr)."""
+    import subprocess
+    import sys
+
+    code = ("import io, logging\n"
+            "class Closing(logging.StreamHandler):     # as absl's handler: closing it closes its stream\n"
+            "    def close(self):\n"
+            "        self.stream.close()\n"
+            "        super().close()\n"
+            "stream = io.StringIO()\n"
+            "logging.getLogger('absl').addHandler(Closing(stream))\n"
+            "IMPORT\n"
+            "assert not stream.closed, 'a handler stream was closed'\n"
+            "logging.getLogger('submitit').warning('to stderr')\n")
+    ours = subprocess.run([sys.executable, "-c", code.replace("IMPORT", "from linrnn.tasks.sweep_slurm import "
+                                                                         "import_submitit; import_submitit()")],
+                          capture_output=True, text=True, timeout=120)
+    assert ours.returncode == 0, ours.stderr
+    assert "submitit WARNING" in ours.stderr and "to stderr" in ours.stderr
+    plain = subprocess.run([sys.executable, "-c", code.replace("IMPORT", "import submitit")], capture_output=True,
+                           text=True, timeout=120)
+    assert "a handler stream was closed" in plain.stderr      # what the plain import does
