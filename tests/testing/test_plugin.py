@@ -44,9 +44,17 @@ def test_marker_and_dtypes(linrnn_bundle, linrnn_reference, linrnn_dtype):
 '''
 
 
+def others() -> list[str]:
+    """`-p no:NAME` for every other package's pytest plugin installed here: what those import is theirs, not this
+    plugin's (the README's set-up installs the peers' dependencies, and jaxtyping's plugin imports NumPy)."""
+    return [arg for e in entry_points(group="pytest11") if e.value != "linrnn.testing.plugin"
+            for arg in ("-p", f"no:{e.name}")]
+
+
 def pytest_run(tmp_path, *args, expect_plugin="1"):
-    """pytest in a fresh process, in a folder of its own (its own ini: none of this project's conftest files)."""
-    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    """pytest in a fresh process, in a folder of its own (its own ini: none of this project's conftest files), with
+    no other package's pytest plugin (`others`)."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider " + " ".join(others()) + "\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONPATH"))}
     env.update({"EXPECT_PLUGIN": expect_plugin, "XLA_FLAGS": "--xla_dump_to=/nonexistent",
                 "EXPECTED_XLA_FLAGS": "--xla_dump_to=/nonexistent"})
