@@ -111,8 +111,11 @@ def tested(test: "stats.Test", *others: "stats.Test | None") -> dict:
 
 
 def side(parts: list[Part], why: str) -> list[Part]:
-    """`parts` as side findings: shown, not deciding, with the reason in their evidence."""
-    return [replace(p, decides=False, against=None, power=None, evidence=p.evidence + f" [side finding: {why}]")
+    """`parts` as side findings: shown, not deciding, with the reason in their evidence. An undecided one keeps what
+    would settle it (its own power, or, where none applies, that it decides nothing for the claim)."""
+    return [replace(p, decides=False, against=None, evidence=p.evidence + f" [side finding: {why}]",
+                    power=p.power if p.verdict != "inconclusive" or p.power else
+                    needs(f"nothing, for the claim: a side finding ({why}); settling it would take its own test"))
             for p in parts]
 
 

@@ -41,9 +41,13 @@ def threshold_part(values: list[float], bar: float, side_: str, source: str, par
     else:
         verdict, why = "inconclusive", f"not shown {'above' if side_ == 'greater' else 'below'} {level:g} at alpha " \
             f"{test.alpha:g}"
+    shown = verdict
     verdict, why = with_control(verdict, why, control)
     bar_words = "" if level == bar else f" (the best trivial predictor, {baseline['name']}, scores {level:.3f})"
     power = power_one_sample(values, level, side_, seconds) if verdict == "inconclusive" else None
+    if shown != verdict:              # shown at these seeds, held back by the control: more seeds would not help
+        power = needs("these seeds suffice; a positive control that learns at the arms' own task, length and data "
+                      "would decide it")
     return Part(source, verdict, f"{what}: {mean_sd(values)}{bar_words}; " + test.words("mean") + f": {why}",
                 part=part, control=public(control), scale=scale, baseline=baseline, power=power, **tested(test))
 
@@ -117,9 +121,13 @@ def _gated(verdict: str, why: str, both: bool, learned_words: str, unlearned: di
     learn, else `power()`)."""
     if not both:
         verdict, why = "inconclusive", why + f"; but {learned_words}: an arm that did not learn decides no comparison"
+    shown = verdict
     verdict, why = with_control(verdict, why, control)
     if verdict != "inconclusive":
         return verdict, why, None
+    if shown != verdict:              # shown at these seeds, held back by the control: more seeds would not help
+        return verdict, why, needs("these seeds suffice; a positive control that learns at the arms' own task, "
+                                   "length and data would decide it")
     return verdict, why, (unlearned if not both else power())
 
 

@@ -87,3 +87,20 @@ def test_a_threshold_part_is_judged_against_the_higher_of_its_bar_and_the_trivia
     assert low.verdict == "reproduced" and high.verdict == "inconclusive" and "(above 0.999)" in high.test
     single = rules.threshold_part([0.7], 0.99, "greater", "s", "p", "x", "", "reproduced")
     assert single.n == (1,) and single.effect == 0.7 and single.power["seeds_per_arm"] == stats.MIN_SEEDS
+
+
+def test_an_undecided_part_says_what_would_settle_it_even_as_a_side_finding_or_held_by_its_control():
+    """Every inconclusive part carries `power`: a side finding keeps its own (or says it decides nothing for the
+    claim), and a threshold shown at these seeds but held back by a control at another setting says that a control
+    would settle it, not more seeds (the seed count computed at the observed spread would be wrong advice)."""
+    values = [0.031, 0.025, 0.038]
+    elsewhere = {"name": "c", "learned": None, "evidence": "the control ran at another setting"}
+    held = rules.threshold_part(values, 0.5, "less", "s", "fails", "x", "", "reproduced", control=elsewhere)
+    assert held.verdict == "inconclusive" and held.p < 0.05
+    assert held.power["seeds_per_arm"] is None and "positive control" in held.power["assumption"]
+    alone = rules.threshold_part([0.45, 0.55, 0.50], 0.5, "less", "s", "fails", "x", "", "reproduced")
+    assert alone.verdict == "inconclusive" and alone.power["seeds_per_arm"] is None   # wrong side: no seed count
+    kept, described = evidence.side([held, Part("s", "inconclusive", "described")], "another reading")
+    assert kept.power == held.power and not kept.decides
+    assert described.power is not None and "side finding (another reading)" in described.power["assumption"]
+    assert evidence.side([Part("s", "reproduced", "shown")], "x")[0].power is None
