@@ -142,8 +142,7 @@ def step_structure(backend: str, kind: str, lengths=STRUCTURE_LENGTHS) -> list[d
     import jax
     import jax.numpy as jnp
 
-    from linrnn.impls.jax import from_bundle
-    from linrnn.impls.jax import layer as jlayer
+    from linrnn.impls.jax import from_bundle, layer as jlayer
 
     params = from_bundle(bundle, "float32")
     traced = []
@@ -263,7 +262,7 @@ def settle_d9(data: dict, scale: str = "") -> list:
 
 
 def step_mode_rounds(backend: str, kind: str, lengths, rounds: int) -> list[dict]:
-    """Step mode at every length, timed in `rounds` interleaved rounds (`impls.bench.interleaved_ms`) of the
+    """Step mode at every length, timed in `rounds` interleaved rounds (`verify.bench.interleaved_ms`) of the
     process's CPU time: one row per length, {"backend", "mixer", "L", "ms": [CPU ms per round], "clock"}.
 
     CPU time, not wall time: O(L) is a statement about work, and on a shared CPU a long call spans more of the

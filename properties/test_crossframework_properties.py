@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from linrnn.impls.config import MODES as BACKEND_MODES
 from linrnn.impls.init import init
 from linrnn.impls.reference import spectral_radius
+from linrnn.impls.specs.base import MODES as BACKEND_MODES
 from linrnn.impls.tolerance import assert_close
 from linrnn.reports.sections.crosscheck import QUICK_SHAPES
 from linrnn.verify.crosscheck import (KINDS, MODES, Shape, applicable, compare_gradients, jax_output_and_grads,
@@ -29,7 +29,7 @@ SHAPES = (QUICK_SHAPES[0], Shape(1, 9, 2, 2, True, True))
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("mode", [m for m in MODES if m in BACKEND_MODES["torch"]])
-@pytest.mark.parametrize("kind", [k for k in KINDS if k != "attention"])   # attention: tests/impls/test_crosscheck.py
+@pytest.mark.parametrize("kind", [k for k in KINDS if k != "attention"])   # attention: tests/verify/test_crosscheck.py
 @settings(max_examples=4, deadline=None)
 @given(shape=st.sampled_from(SHAPES), seed=st.integers(0, 2**16))
 def test_torch_and_jax_agree_on_outputs_and_gradients(kind, mode, dtype, shape, seed):

@@ -1,17 +1,9 @@
 """Packaging and layering: one package with a root, and imports that only point down the layers.
 
-The layers, from the bottom up (docs/architecture.md):
-
-    impls        the contract, the reference, the PyTorch side, the JAX side
-    verify       the cross-check, `linrnn conform` and its adapters, the benchmarks: may use impls
-    theory       derivations: may use impls' framework-neutral modules, never torch or JAX
-    tasks        generators and training: may use impls
-    experiments  measurements that run the implementations: may use impls, theory, tasks
-    reports      loads results, settles the ledger, renders: may use everything below it
-    linrnn       the root (version, command line); linrnn.testing, the public testing API: may use impls, verify
-
-Inside impls the PyTorch and JAX sides never import each other or the reference, and the
-framework-neutral modules import neither framework.
+The layers are docs/architecture.md's table ("The layers"), written once more here as `LAYERS`: each area and the
+areas it may import; every other area, and the root's command line and public testing API, are forbidden to it
+(`test_the_docs_state_these_layers` checks that the page and this table say the same). Inside impls the PyTorch and
+JAX sides never import each other or the reference, and the framework-neutral modules import neither framework.
 """
 
 from __future__ import annotations
@@ -19,6 +11,7 @@ from __future__ import annotations
 import ast
 import importlib
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -29,28 +22,44 @@ import linrnn
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 AREAS = ("impls", "verify", "theory", "tasks", "experiments", "reports")
 FRAMEWORKS = ("torch", "jax", "jaxlib", "flax", "triton")
+ROOT_LAYER = ("linrnn.cli", "linrnn.testing")   # the top: the command line and the public testing API
 
-# area (or sub-folder of impls) -> module prefixes it must never import
+# area -> the areas it may import, from the bottom up (docs/architecture.md, "The layers"); `linrnn` is the root's
+# public testing API, linrnn/testing (the root's command line dispatches to every area); it imports a framework only
+# inside a function, when a user's array of it is handed in (tests/testing/test_plugin.py)
+LAYERS: dict[str, tuple[str, ...]] = {
+    "impls": (),
+    "verify": ("impls",),
+    "theory": ("impls",),
+    "tasks": ("impls",),
+    "experiments": ("impls", "verify", "theory", "tasks"),
+    "reports": ("impls", "verify", "theory", "tasks", "experiments"),
+    "linrnn": ("impls", "verify"),
+}
+LAYER_FOLDERS = {"linrnn": "linrnn/testing"}
+
+
+def _layer_rule(area: str) -> tuple[str, ...]:
+    """The module prefixes an area must never import: every area it may not use, and the root layer but itself."""
+    own = "linrnn." + LAYER_FOLDERS.get(area, area).replace("/", ".").removeprefix("linrnn.")
+    others = tuple(f"linrnn.{a}" for a in AREAS if a != area and a not in LAYERS[area])
+    return others + tuple(name for name in ROOT_LAYER if name != own)
+
+
+# folder -> module prefixes it must never import
 RULES: dict[str, tuple[str, ...]] = {
-    "impls": ("linrnn.verify", "linrnn.theory", "linrnn.tasks", "linrnn.experiments", "linrnn.reports", "linrnn.cli"),
-    "verify": ("linrnn.theory", "linrnn.tasks", "linrnn.experiments", "linrnn.reports", "linrnn.cli"),
-    "theory": FRAMEWORKS + ("linrnn.impls.torch", "linrnn.impls.jax", "linrnn.verify",
-                            "linrnn.tasks", "linrnn.experiments", "linrnn.reports", "linrnn.cli"),
-    "tasks": ("linrnn.verify", "linrnn.experiments", "linrnn.reports", "linrnn.cli"),
-    "experiments": ("linrnn.reports", "linrnn.cli"),
-    "reports": ("linrnn.cli",),
+    **{LAYER_FOLDERS.get(area, area): _layer_rule(area) for area in LAYERS},
+    # theory uses impls' framework-neutral modules only
+    "theory": FRAMEWORKS + ("linrnn.impls.torch", "linrnn.impls.jax") + _layer_rule("theory"),
     "impls/torch": ("jax", "jaxlib", "flax", "linrnn.impls.jax", "linrnn.impls.reference"),
     "impls/jax": ("torch", "triton", "linrnn.impls.torch", "linrnn.impls.reference"),
     "impls/reference": FRAMEWORKS + ("linrnn.impls.torch", "linrnn.impls.jax"),
     # the specs name each side's implementation as a string, imported on first use: never at import time
     "impls/specs": FRAMEWORKS + ("linrnn.impls.torch", "linrnn.impls.jax", "linrnn.impls.reference"),
-    # the public testing API sits on verify (the conform battery) and impls; a framework only inside a function, when
-    # a user's array of it is handed in (tests/testing/test_plugin.py: loading the plugin imports none)
-    "linrnn/testing": ("linrnn.theory", "linrnn.tasks", "linrnn.experiments", "linrnn.reports", "linrnn.cli"),
 }
-# The framework-neutral modules directly in impls/ import neither framework, except the cross-check
-# engine, whose job is to run every backend (it reaches them through the backends registry).
-NEUTRAL_EXCEPTIONS = {"crosscheck.py"}
+# The framework-neutral modules of impls/ and verify/ import neither framework, except verify's cross-check engine,
+# whose job is to run every backend (it reaches them through the backends registry).
+RUNS_EVERY_BACKEND = {"verify/crosscheck.py"}
 
 
 def imported_names(path: pathlib.Path, package: str) -> set[str]:
@@ -91,8 +100,6 @@ def violations(root: pathlib.Path) -> list[str]:
                 if _matches(name, forbidden):
                     found.append(f"{rel} imports {name} (forbidden in {rule}/)")
     for path in sorted((root / "impls").glob("*.py")):
-        if path.name in NEUTRAL_EXCEPTIONS:
-            continue
         for name in sorted(imported_names(path, "linrnn.impls")):
             if _matches(name, FRAMEWORKS + ("linrnn.impls.torch", "linrnn.impls.jax")):
                 found.append(f"{path.relative_to(root)} imports {name} (framework-neutral impls/ module)")
@@ -100,7 +107,7 @@ def violations(root: pathlib.Path) -> list[str]:
     # framework-neutral, except the cross-check, whose job is to run every backend
     torch_side, jax_side = ("jax", "jaxlib", "flax", "linrnn.impls.jax"), ("torch", "triton", "linrnn.impls.torch")
     for path in sorted((root / "verify").glob("*.py")) if (root / "verify").is_dir() else []:
-        if path.name in NEUTRAL_EXCEPTIONS:
+        if path.relative_to(root).as_posix() in RUNS_EVERY_BACKEND:
             continue
         forbidden = (torch_side if path.stem.endswith("_torch") else jax_side if path.stem.endswith("_jax")
                      else FRAMEWORKS + ("linrnn.impls.torch", "linrnn.impls.jax"))
@@ -126,6 +133,12 @@ def test_the_layers_are_respected():
     ("impls", "from linrnn.verify import crosscheck"),
     ("verify", "from linrnn.tasks import grid"),
     ("verify", "import torch"),
+    ("tasks", "from linrnn.theory import rotation"),
+    ("tasks", "from linrnn.testing import assert_close"),
+    ("theory", "from linrnn.tasks import grid"),
+    ("experiments", "from linrnn.cli import main"),
+    ("linrnn/testing", "from linrnn.tasks import grid"),
+    ("impls", "import linrnn.testing"),
 ])
 def test_an_upward_import_is_caught(tmp_path, area, line):
     """Plant one forbidden import in a copy-shaped tree: the check names it."""
@@ -135,6 +148,41 @@ def test_an_upward_import_is_caught(tmp_path, area, line):
     (folder / "planted.py").write_text(body)
     found = violations(tmp_path)
     assert len(found) == 1 and found[0].startswith(f"{area}/planted.py imports"), found
+
+
+def documented_layers(text: str) -> dict[str, tuple[str, ...]]:
+    """The layer table of docs/architecture.md as area -> the areas it may use ("everything below it": all above it
+    in the table); the areas named in a line's "may use ..." clause, in the table's order."""
+    block = text.split("## The layers", 1)[1].split("\n## ", 1)[0]
+    layers: dict[str, tuple[str, ...]] = {}
+    for line in block.splitlines():
+        match = re.match(r"    (\w+)\s+(.*)$", line)
+        if not match:
+            continue
+        area, text_ = match.groups()
+        uses = text_.split("may use", 1)[1] if "may use" in text_ else ""
+        below = tuple(layers)
+        named = tuple(a for a in AREAS if re.search(rf"\b{a}\b", uses))
+        layers[area] = below if "everything below" in uses else named
+    return layers
+
+
+def test_the_docs_state_these_layers():
+    """docs/architecture.md's layer table and `LAYERS` name the same areas in the same order, each allowed the same."""
+    documented = documented_layers((ROOT / "docs" / "architecture.md").read_text())
+    assert list(documented) == list(LAYERS)
+    assert {area: set(uses) for area, uses in documented.items()} == {a: set(u) for a, u in LAYERS.items()}
+
+
+def test_a_layer_the_docs_state_differently_is_caught():
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    planted = re.sub(r"(\n    tasks .*may use impls)", r"\1, theory", text, count=1)
+    assert planted != text and documented_layers(planted)["tasks"] == ("impls", "theory")
+
+
+def test_the_exception_names_a_file_that_exists():
+    for rel in RUNS_EVERY_BACKEND:
+        assert (ROOT / rel).is_file(), f"RUNS_EVERY_BACKEND names {rel}, which is not in the checkout"
 
 
 def test_every_package_folder_is_installed():

@@ -10,7 +10,8 @@ Importing this package leaves JAX's 64-bit mode as it is (off, by JAX's default)
 `apply_bundle(..., dtype="float64")`, the command line, the cross-check and the training adapter enter
 the scope themselves. A float64 request outside it is a `LinrnnError`, never a float32 result.
 
-Layout (one job per file, one sequence per function, batched once with vmap in `layer`):
+Layout (one job per file, one sequence per function, batched once with vmap in `layer`, or on the whole batch by
+DLR and S4D, `run_batch`):
 
     scan.py      diagonal recurrences over time: lax.scan, associative scan (own VJP), FFT convolution
     pallas_scan.py  the diagonal scan as a Pallas kernel, forward and VJP (the `scan` mode on a GPU)
@@ -21,7 +22,9 @@ Layout (one job per file, one sequence per function, batched once with vmap in `
     layer.py     apply / step on a batch: modes, state boundary, checks
     model.py     the deep model (encoder, norm, mixer, GELU, dropout, GLU, residual, pooling, decoder)
     params.py    bundle <-> jnp dicts, dtypes and the float64 scope, the recurrence-parameter mask
-    bench.py     the speed harness (`make_forward`)
+    s4d.py, s5.py, attention.py  the baselines
+
+The speed harness (`make_forward`) is `linrnn.verify.bench_jax`.
 
 The backend interface of `linrnn.impls.backends`: MODES (first the default), DTYPES, `apply_bundle`.
 This package imports no torch and nothing from `linrnn.impls.torch` or `linrnn.impls.reference`.
