@@ -142,7 +142,8 @@ def step_structure(backend: str, kind: str, lengths=STRUCTURE_LENGTHS) -> list[d
     import jax
     import jax.numpy as jnp
 
-    from linrnn.impls.jax import from_bundle, layer as jlayer
+    from linrnn.impls.jax import from_bundle
+    from linrnn.impls.jax import layer as jlayer
 
     params = from_bundle(bundle, "float32")
     traced = []
