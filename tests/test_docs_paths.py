@@ -1,5 +1,6 @@
 """The maps are true: every repository path the documentation and the code's docstrings and comments name exists, and
-README's layout table names every top folder of the repository, each once.
+every section they name as `docs/PAGE.md, "TITLE"` is a heading of that page or a paragraph that starts with its title
+in bold, and README's layout table names every top folder of the repository, each once.
 
 A path is any text that starts with a top folder of the repository and a slash (`impls/torch/scan.py`,
 docs/speed.md), in backticks or not. Placeholders stand for any name and must match at least one file (where the literal name is not one): a word in
@@ -110,6 +111,42 @@ def test_a_planted_bad_path_is_caught(tmp_path):
             "| old path | new path |\n| `impls/old.py` | `impls/new.py` |\n")
     found = missing_paths(text, ["impls"], tmp_path)
     assert found == [(5, "impls/torch/bench.py"), (5, "impls/{torch,jax}/scan.py"), (7, "impls/new.py")], found
+
+
+SECTION = re.compile(r'docs/([\w-]+\.md),\s+"([^"]+)"')
+
+
+def titles(page: str) -> list[str]:
+    """A page's headings and the first lines of its paragraphs (`**Title.** ...`, "What `DIR` must hold:"), without
+    markup."""
+    found = [line.lstrip("#").strip() for line in page.splitlines() if line.startswith("#")]
+    found += [paragraph.lstrip("-* ").split("\n", 1)[0] for paragraph in re.split(r"\n\s*\n", page)]
+    return [re.sub(r"[`*]", "", title) for title in found]
+
+
+def missing_sections(text: str, pages: dict[str, list[str]]) -> list[tuple[int, str]]:
+    """(line, 'PAGE "TITLE"') for every section the text names that its page does not have."""
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        for page, title in SECTION.findall(line):
+            if not any(t.startswith(title) for t in pages.get(page, ())):
+                found.append((number, f'{page} "{title}"'))
+    return found
+
+
+def test_every_section_the_docs_and_the_code_name_exists():
+    pages = {p.name: titles(p.read_text()) for p in (ROOT / "docs").glob("*.md")}
+    files = [f for f in tracked_files() if pathlib.Path(f).suffix in TEXT_SUFFIXES and (ROOT / f).resolve() != THIS]
+    missing = [f"{name}:{line}: {section}" for name in files
+               for line, section in missing_sections((ROOT / name).read_text(), pages)]
+    assert missing == [], "sections that do not exist:\n" + "\n".join(missing)
+
+
+def test_a_planted_bad_section_is_caught():
+    pages = {"speed.md": titles("# Speed\n\n## The floor\n\n**The targets.** For one layer\n\nWhat `DIR` must hold:\n")}
+    text = ('docs/speed.md, "The floor"; docs/speed.md, "The targets"; docs/speed.md, "What DIR must hold"\n'
+            'see docs/speed.md, "The ceiling", and docs/nothere.md, "The floor"\n')
+    assert missing_sections(text, pages) == [(2, 'speed.md "The ceiling"'), (2, 'nothere.md "The floor"')]
 
 
 def layout_folders(readme: str) -> list[str]:

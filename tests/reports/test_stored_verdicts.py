@@ -1,6 +1,6 @@
 """The verdicts the checkout's own stored records give: every empirical part that says reproduced or
 contradicted carries the test that decided it, enough values per arm, p below its alpha and an interval on
-the decided side (docs/claims.md, "How a part decides").
+the decided side (docs/claims.md, "How an experiment decides").
 
 The crafted-record tests (test_ledger.py, tests/experiments/test_claims_experiments.py) check each rule;
 this one checks what a reader of `reports/results/` is actually shown.
