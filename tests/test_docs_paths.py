@@ -1,12 +1,14 @@
-"""The maps are true: every repository path the documentation and the code's docstrings and comments name exists, and
-every section they name as `docs/PAGE.md, "TITLE"` is a heading of that page or a paragraph that starts with its title
-in bold, and README's layout table names every top folder of the repository, each once.
+"""The maps are true. Everything the documentation and the code's docstrings and comments name exists: every
+repository path, every module (`linrnn.verify.bench`, or in backticks `verify.bench.interleaved_ms`) with the name
+after it, and every section named as `docs/PAGE.md, "TITLE"` (a heading of that page, or a paragraph that starts with
+that title). README's layout table names every top folder of the repository, each once; only the log carries dates.
 
 A path is any text that starts with a top folder of the repository and a slash (`impls/torch/scan.py`,
-docs/speed.md), in backticks or not. Placeholders stand for any name and must match at least one file (where the literal name is not one): a word in
-capitals (`experiment-NAME.json`, `DIR`), `<word>`, `{...}` (an f-string's field; `{a,b}` is each of a and b), `$var`,
-and `x` as the new model's file name of docs/architecture.md's "How to add a model" (`impls/specs/x.py`). The first
-column of a table headed "old path" (docs/architecture.md, "What moved where") names paths that no longer exist.
+docs/speed.md), in backticks or not. Placeholders stand for any name and must match at least one file (where the
+literal name is not one): a word in capitals (`experiment-NAME.json`, `DIR`), `<word>`, `{...}` (an f-string's field;
+`{a,b}` is each of a and b), `$var`, and `x` as the new model's file name of docs/architecture.md's "How to add a
+model" (`impls/specs/x.py`). The first column of a table headed "old path" (docs/architecture.md, "What moved where")
+names paths that no longer exist.
 """
 
 from __future__ import annotations
@@ -111,6 +113,54 @@ def test_a_planted_bad_path_is_caught(tmp_path):
             "| old path | new path |\n| `impls/old.py` | `impls/new.py` |\n")
     found = missing_paths(text, ["impls"], tmp_path)
     assert found == [(5, "impls/torch/bench.py"), (5, "impls/{torch,jax}/scan.py"), (7, "impls/new.py")], found
+
+
+AREAS = ("impls", "verify", "theory", "tasks", "experiments", "reports")
+MODULE = re.compile(r"(?<![\w.])linrnn((?:\.\w+)+)|`((?:%s)(?:\.\w+)+)" % "|".join(AREAS))
+NOT_A_MODULE = {"tasks.data.not_written_yet"}   # tests/tasks/data/test_cli.py: the error a missing module gives
+
+
+def module_exists(name: str, root: pathlib.Path = ROOT) -> bool:
+    """`a.b.c`: the packages down to a module file, then (at most) a name its package's `__init__.py` mentions or
+    any attribute of the module; a file name in backticks (`tasks.py`) is not a module's name."""
+    parts = name.split(".")
+    if name in NOT_A_MODULE or parts[-1] in ("py", "md", "json", "toml"):
+        return True
+    folder = root if parts[0] in AREAS else root / "linrnn"
+    for part in parts:
+        if part.startswith("__") or (folder / f"{part}.py").is_file():
+            return True
+        if not (folder / part / "__init__.py").is_file():
+            init = folder / "__init__.py"
+            return init.is_file() and re.search(rf"\b{part}\b", init.read_text()) is not None
+        folder = folder / part
+    return True
+
+
+def missing_modules(text: str, root: pathlib.Path = ROOT) -> list[tuple[int, str]]:
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        for match in MODULE.finditer(line):
+            name = (match.group(1) or "").strip(".") or match.group(2)
+            if not module_exists(name, root):
+                found.append((number, name))
+    return found
+
+
+def test_every_module_the_docs_and_the_code_name_exists():
+    files = [f for f in tracked_files() if pathlib.Path(f).suffix in TEXT_SUFFIXES and (ROOT / f).resolve() != THIS]
+    missing = [f"{name}:{line}: {module}" for name in files
+               for line, module in missing_modules((ROOT / name).read_text())]
+    assert missing == [], "modules that do not exist:\n" + "\n".join(missing)
+
+
+def test_a_planted_bad_module_is_caught(tmp_path):
+    (tmp_path / "verify").mkdir()
+    (tmp_path / "verify" / "__init__.py").write_text('"""The engines."""\nKINDS = ()\n')
+    (tmp_path / "verify" / "bench.py").write_text("")
+    text = ("`linrnn.verify.bench`, `verify.bench.interleaved_ms`, linrnn.verify.KINDS, `bench.py`, `verify.py`\n"
+            "`impls.bench.interleaved_ms` and linrnn.verify.bench_torch; ops.linrnn.triton_scan\n")
+    assert missing_modules(text, tmp_path) == [(2, "impls.bench.interleaved_ms"), (2, "verify.bench_torch")]
 
 
 SECTION = re.compile(r'docs/([\w-]+\.md),\s+"([^"]+)"')
