@@ -41,8 +41,9 @@ import numpy as np
 import scipy.stats
 
 from linrnn.impls.bundle import Bundle
-from linrnn.impls.config import LRUConfig, RotRNNConfig
 from linrnn.impls.init import init
+from linrnn.impls.specs.lru import LRUConfig
+from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.theory.normalisation import MC_STARTS, lru_expected_sq_norm, rotrnn_expected_sq_norm
 
 FRAMEWORKS = ("torch", "jax")

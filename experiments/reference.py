@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from linrnn.impls.config import LRUConfig, RotRNNConfig
 from linrnn.impls.config import mixer_config as config_mixer
 from linrnn.impls.init import init
-from linrnn.impls.specs import spec
 from linrnn.impls.reference import apply_mixer, spectral_radius
+from linrnn.impls.specs import spec
+from linrnn.impls.specs.lru import LRUConfig
+from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.tolerance import compare
 
 

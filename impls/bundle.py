@@ -30,31 +30,15 @@ import numpy as np
 
 from linrnn.impls.config import SCHEMA_VERSION, Config, MixerConfig, ModelConfig, config_from_dict, config_to_dict
 from linrnn.impls.errors import LinrnnError
+from linrnn.impls.specs import SPECS, SpecView, spec
 
 META_KEY = "__meta__"
 Shape = tuple[int, ...]
 
 # The raw parameters of each recurrence (docs/models.md): trained in their own optimiser group, with
 # their own learning rate and no weight decay. Everything else (B, C, D, W, encoder, norms, GLU,
-# decoder) is an ordinary weight.
-class _RecurrenceKeys(Mapping):
-    """kind -> its spec's `recurrence_keys` (a view of `linrnn.impls.specs`, which imports this module's layer)."""
-
-    def _view(self):
-        from linrnn.impls.specs import SpecView
-        return SpecView(lambda s: s.recurrence_keys)
-
-    def __getitem__(self, kind):
-        return self._view()[kind]
-
-    def __iter__(self):
-        return iter(self._view())
-
-    def __len__(self):
-        return len(self._view())
-
-
-RECURRENCE_KEYS: Mapping[str, tuple[str, ...]] = _RecurrenceKeys()
+# decoder) is an ordinary weight. kind -> its spec's `recurrence_keys`, a view that follows every registration.
+RECURRENCE_KEYS: Mapping[str, tuple[str, ...]] = SpecView(lambda s: s.recurrence_keys)
 
 
 def is_recurrence_key(key: str, config: Config) -> bool:
@@ -75,7 +59,6 @@ def is_recurrence_key(key: str, config: Config) -> bool:
 
 def mixer_shapes(cfg: MixerConfig) -> dict[str, Shape]:
     """Keys and shapes of one mixer's raw parameters (docs/models.md tables; each model's spec holds its own)."""
-    from linrnn.impls.specs import SPECS
     found = SPECS.get(getattr(cfg, "kind", None))
     if found is None or not isinstance(cfg, found.config):
         raise TypeError(f"not a mixer config: {cfg!r}")
@@ -208,7 +191,6 @@ def _validate_values(config: Config, params: Mapping[str, np.ndarray]) -> None:
             if config.norm == "batch" and np.any(params[f"layers.{i}.norm.var"] < 0):
                 raise LinrnnError(f"layers.{i}.norm.var: expected non-negative running variances")
     else:
-        from linrnn.impls.specs import spec
         check = spec(config.kind).validate        # each model's own (`ModelSpec.validate`)
         if check is not None:
             check(config, params)
@@ -235,7 +217,6 @@ def check_compute_range(config: Config, params: Mapping[str, np.ndarray], dtype:
 
 
 def _check_mixer(kind: str, params: Mapping[str, np.ndarray], real: np.dtype, prefix: str) -> None:
-    from linrnn.impls.specs import spec
     found = spec(kind)      # its derived quantities (`ModelSpec.derived`) and their product
     for key, array in params.items():
         _check_range(key, array, real, prefix, found.derived.get(key))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from linrnn.impls.config import DTYPES, KIND_MODES, DLRConfig, MixerConfig, modes
+from linrnn.impls.config import DTYPES, KIND_MODES, MixerConfig, modes
 from linrnn.impls.errors import LinrnnError
+from linrnn.impls.specs.dlr import DLRConfig
 
 
 # -- the calls a layer defines (docs/models.md): one rule, one message, every backend ----------------

@@ -1,8 +1,13 @@
-"""Frozen configurations of the six mixers (`MIXER_CONFIGS`) and of the deep model (docs/models.md).
+"""What every configuration shares: the deep model's config, the serialisation, and the registry's tables (docs/models.md).
+
+Each mixer's frozen config class lives in its contract file, `linrnn.impls.specs.<kind>` (`LRUConfig` in
+`specs/lru.py`, ...), with its initialiser, shapes and spec; this module sits above that registry and reads it:
+`MixerConfig` (any registered mixer's config), `MIXER_CONFIGS` and `KIND_MODES` are views of it that follow later
+registrations, and `mixer_config`, `ModelConfig` and `config_from_dict` accept every registered kind.
 
 A configuration decides every shape of a bundle; the numbers live in the bundle itself. Each field has
-a typed default and a comment. Values are checked on construction, so a bad size or range fails at
-once with a message that names the field (`LinrnnError`), never later inside a computation.
+a typed default and a comment. Values are checked on construction (`linrnn.impls.specs.base`'s checks), so a bad
+size or range fails at once with a message that names the field (`LinrnnError`), never later inside a computation.
 
 Shape letters everywhere: B batch, L length, H model width (`d_model`), N state size.
 """
@@ -10,26 +15,20 @@ Shape letters everywhere: B batch, L length, H model width (`d_model`), N state 
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Union
 
 from linrnn.impls.errors import LinrnnError
+from linrnn.impls.specs import SPECS, SpecView, recurrent_kinds, spec
+from linrnn.impls.specs.base import MODES, check_bool, check_choice, check_float, check_int
+from linrnn.impls.specs.lru import LRUConfig
 
 SCHEMA_VERSION = 1  # bumped whenever a bundle's keys, shapes or meaning change
 
 # -- the contract's tables, shared by every backend (checked in `linrnn.impls.checks`) --------------
 
-# The computation modes of each backend, the first being its default. The reference computes the two
-# definitions; the frameworks add the chunked `scan` and the streaming `step` (docs/models.md).
-MODES: dict[str, tuple[str, ...]] = {
-    "reference": ("sequential", "conv"),
-    "torch": ("scan", "sequential", "conv", "step"),
-    "jax": ("scan", "sequential", "conv", "step"),
-}
-# A kind without the recurrent and convolution views declares its own modes per backend in its spec
-# (`linrnn.impls.specs`); `KIND_MODES` (kind -> those modes) is a view of the registry, as are `MIXER_CONFIGS`
-# and `KINDS` (module `__getattr__` at the end of this file).
+# The computation modes of each backend are `linrnn.impls.specs.base.MODES` (a recurrent mixer's, the first the
+# default); a kind without the recurrent and convolution views declares its own per backend in its spec.
 # The dtypes each backend computes in; the reference is the float64 oracle. The low dtypes follow the
 # mixed-precision policy (docs/precision.md, "Low precision"): inputs, projection weights, activations and
 # outputs in the low dtype, every recurrence (its state, the scan, the kernel and its FFT) in float32.
@@ -43,228 +42,49 @@ DTYPES: dict[str, tuple[str, ...]] = {
 # BatchNorm's update of its stored statistics in training mode: stat <- (1 - m) stat + m batch_stat
 # (PyTorch's default, which the authors' training code keeps). Evaluation uses the stored statistics.
 BATCHNORM_MOMENTUM = 0.1
-# The smallest step Delta of a discretised SSM (S4D, S5). Their input gain is about Delta (zero-order hold:
-# expm1(Delta A)/A; bilinear: Delta/(1 - Delta A/2)), so each output carries a factor Delta: below about 1e-37 it
-# leaves float32's normal range, XLA flushes it to zero and PyTorch keeps only a few subnormal digits (measured:
-# S4D and S5 with D = 0 give zeros in JAX float32 at Delta = 1.2e-38, relative error 1). 1e-30 keeps 8 decades
-# for the weights' own factors and is far below any step the papers use (1e-3 to 1e-1). DLR has no input gain and
-# is not bounded (docs/precision.md, "Numeric edges").
-DT_FLOOR = 1e-30
 
 
 def modes(backend: str, kind: str | None = None) -> tuple[str, ...]:
     """The modes of `backend` for the mixer `kind` (its spec's; without a kind: MODES), the first the default."""
     if kind is None:
         return MODES[backend]
-    from linrnn.impls.specs import spec
     return spec(kind).modes_of(backend)
 
 
-def _check_int(obj: Any, name: str, minimum: int = 1) -> None:
-    value = getattr(obj, name)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise LinrnnError(f"{type(obj).__name__}.{name}: expected an integer, found {value!r}")
-    if value < minimum:
-        raise LinrnnError(f"{type(obj).__name__}.{name}: expected an integer >= {minimum}, found {value}")
+# -- the registry's views: they follow every registration -------------------------------------------------
+
+MIXER_CONFIGS = SpecView(lambda s: s.config)          # kind -> config class, every mixer (attention included)
+KIND_MODES = SpecView(lambda s: s.modes, only=lambda s: s.modes is not None)   # kind -> {backend: modes}, the kinds
+                                                      # with modes of their own (no recurrence: attention)
 
 
-def _check_float(obj: Any, name: str, low: float, high: float, low_open: bool = False,
-                 high_open: bool = False) -> None:
-    value = getattr(obj, name)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise LinrnnError(f"{type(obj).__name__}.{name}: expected a finite number, found {value!r}")
-    too_low = value <= low if low_open else value < low
-    too_high = value >= high if high_open else value > high
-    if too_low or too_high:
-        interval = f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
-        raise LinrnnError(f"{type(obj).__name__}.{name}: expected a value in {interval}, found {value}")
+class _Registered(type):
+    """`isinstance(cfg, MixerConfig)` asks the registry: a config of any kind registered so far."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, tuple(s.config for s in SPECS.values()))
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return isinstance(sub, type) and issubclass(sub, tuple(s.config for s in SPECS.values()))
 
 
-def _check_bool(obj: Any, name: str) -> None:
-    value = getattr(obj, name)
-    if not isinstance(value, bool):
-        raise LinrnnError(f"{type(obj).__name__}.{name}: expected true or false, found {value!r}")
+class MixerConfig(metaclass=_Registered):
+    """Any registered mixer's config class (`MIXER_CONFIGS`), for annotations and `isinstance`; never instantiated."""
 
+    kind: ClassVar[str]
+    d_model: int
+    bidirectional: bool
 
-def _check_choice(obj: Any, name: str, choices: tuple[str, ...]) -> None:
-    value = getattr(obj, name)
-    if value not in choices:
-        raise LinrnnError(f"{type(obj).__name__}.{name}: expected one of {', '.join(choices)}, found {value!r}")
-
-
-@dataclass(frozen=True)
-class RotRNNConfig:
-    """One RotRNN layer: `heads` heads of state size `d_state`, mixed by one real `C` (Biegun et al. 2024)."""
-
-    kind: ClassVar[str] = "rotrnn"
-    d_model: int = 64              # H: features in and out of the layer
-    d_state: int = 8               # N: state size of ONE head; even (2x2 rotation blocks)
-    heads: int = 8                 # number of heads; the layer's total state is heads * d_state
-    bidirectional: bool = False    # add a backward scan read out by C_rev (docs/models.md)
-    gamma_min: float = 0.9         # smallest initial decay gamma_h (code default)
-    gamma_max: float = 0.999       # largest initial decay gamma_h (code default)
-    max_phase: float = 2 * math.pi  # theta ~ U[0, max_phase] at initialisation
-    m_init: str = "normal"         # "normal": M ~ N(0, 1) (newest code); "near_identity": N(0,1)/sqrt(N + heads*N)
-
-    def __post_init__(self) -> None:
-        for name in ("d_model", "d_state", "heads"):
-            _check_int(self, name)
-        if self.d_state % 2:
-            raise LinrnnError(f"RotRNNConfig.d_state: expected an even state size per head (2x2 blocks), "
-                              f"found {self.d_state}")
-        _check_bool(self, "bidirectional")
-        _check_float(self, "gamma_min", 0.0, 1.0, low_open=True, high_open=True)
-        _check_float(self, "gamma_max", self.gamma_min, 1.0, high_open=True)
-        _check_float(self, "max_phase", 0.0, 1e6)
-        _check_choice(self, "m_init", ("normal", "near_identity"))
-
-
-@dataclass(frozen=True)
-class LRUConfig:
-    """One LRU layer: a complex diagonal recurrence of size `d_state` (Orvieto et al. 2023)."""
-
-    kind: ClassVar[str] = "lru"
-    d_model: int = 64              # H: features in and out of the layer
-    d_state: int = 64              # N: number of complex modes
-    bidirectional: bool = False    # add a backward scan read out by C_rev (docs/models.md)
-    r_min: float = 0.9             # ring initialisation: |lambda| in [r_min, r_max] (LRA setting of the paper)
-    r_max: float = 0.999           # kept < 1 so that gamma_log = log sqrt(1 - |lambda|^2) stays finite
-    max_phase: float = 2 * math.pi  # arg(lambda) ~ U[0, max_phase]
-
-    def __post_init__(self) -> None:
-        _check_int(self, "d_model")
-        _check_int(self, "d_state")
-        _check_bool(self, "bidirectional")
-        _check_float(self, "r_min", 0.0, 1.0, high_open=True)
-        _check_float(self, "r_max", self.r_min, 1.0, high_open=True)
-        if self.r_max <= 0.0:
-            raise LinrnnError(f"LRUConfig.r_max: expected a value in (0, 1), found {self.r_max}")
-        _check_float(self, "max_phase", 0.0, 1e6, low_open=True)
-
-
-@dataclass(frozen=True)
-class DLRConfig:
-    """One DLR layer: N eigenvalues shared by the H channels, complex output weights per channel (Gupta et al. 2022)."""
-
-    kind: ClassVar[str] = "dlr"
-    d_model: int = 64              # H: channels (the layer is depthwise in H)
-    d_state: int = 64              # N: eigenvalues lambda_n shared by all channels
-    bidirectional: bool = False    # add a strictly anti-causal kernel W_rev (docs/models.md)
-    dt_min: float = 1e-4           # Delta_n log-uniform in [dt_min, dt_max]; |lambda_n| = exp(-Delta_n / 2)
-    dt_max: float = 1e-1           # the synthetic tasks use dt_min = dt_max = 1e-5
-    max_kernel_length: int | None = None  # L_k = min(max_kernel_length, L); None: the whole input length
-
-    def __post_init__(self) -> None:
-        _check_int(self, "d_model")
-        _check_int(self, "d_state")
-        _check_bool(self, "bidirectional")
-        _check_float(self, "dt_min", 0.0, 1e3, low_open=True)
-        _check_float(self, "dt_max", self.dt_min, 1e3)
-        if self.max_kernel_length is not None:
-            _check_int(self, "max_kernel_length")
-
-    def kernel_length(self, length: int) -> int:
-        """L_k = min(max_kernel_length, L): the taps of the kernel on an input of `length` positions."""
-        return length if self.max_kernel_length is None else min(self.max_kernel_length, length)
-
-
-@dataclass(frozen=True)
-class S4DConfig:
-    """One S4D layer: per channel, `d_state` complex modes discretised by ZOH (Gu et al. 2022, the s4 repo's S4D)."""
-
-    kind: ClassVar[str] = "s4d"
-    d_model: int = 64              # H: channels (the layer is depthwise in H)
-    d_state: int = 32              # N: complex modes per channel (the s4 code's N/2; the conjugate half is implicit)
-    bidirectional: bool = False    # add a strictly anti-causal kernel read out by C_rev (docs/models.md)
-    init: str = "lin"              # A_imag: "lin" (S4D-Lin, pi n) or "inv" (S4D-Inv, (2N/pi)(2N/(2n+1) - 1))
-    dt_min: float = 1e-3           # dt_h log-uniform in [dt_min, dt_max] (the s4 code's defaults)
-    dt_max: float = 1e-1
-
-    def __post_init__(self) -> None:
-        _check_int(self, "d_model")
-        _check_int(self, "d_state")
-        _check_bool(self, "bidirectional")
-        _check_choice(self, "init", ("lin", "inv"))
-        _check_float(self, "dt_min", DT_FLOOR, 1e3)
-        _check_float(self, "dt_max", self.dt_min, 1e3)
-
-
-@dataclass(frozen=True)
-class S5Config:
-    """One S5 layer: one MIMO diagonal SSM over all H channels, `d_state` kept complex modes (Smith et al. 2023)."""
-
-    kind: ClassVar[str] = "s5"
-    d_model: int = 64              # H: features in and out of the layer
-    d_state: int = 64              # N: kept complex modes, one of each conjugate pair (the paper's P/2)
-    bidirectional: bool = False    # add a backward scan read out by C_rev (docs/models.md)
-    blocks: int = 1                # J: HiPPO-N blocks of 2N/J modes each (J divides N, so each block is even)
-    discretization: str = "zoh"    # "zoh" (the code's default) or "bilinear"
-    dt_min: float = 1e-3           # Delta_n log-uniform in [dt_min, dt_max], one step per mode (code defaults)
-    dt_max: float = 1e-1
-    clip_eigs: bool = False        # use min(Re Lambda, CLIP_RE) in the forward pass (left half-plane)
-    CLIP_RE: ClassVar[float] = -1e-4  # the S5 code's bound on Re Lambda under clip_eigs
-
-    def __post_init__(self) -> None:
-        _check_int(self, "d_model")
-        _check_int(self, "d_state")
-        _check_bool(self, "bidirectional")
-        _check_int(self, "blocks")
-        if self.d_state % self.blocks:
-            raise LinrnnError(f"S5Config.blocks: expected a divisor of d_state = {self.d_state} (each block keeps "
-                              f"one of each conjugate pair of its 2N/J HiPPO-N modes), found {self.blocks}")
-        _check_choice(self, "discretization", ("zoh", "bilinear"))
-        _check_float(self, "dt_min", DT_FLOOR, 1e3)
-        _check_float(self, "dt_max", self.dt_min, 1e3)
-        _check_bool(self, "clip_eigs")
-
-
-@dataclass(frozen=True)
-class AttentionConfig:
-    """One softmax-attention layer: `heads` heads with rotary positions and a learnable temperature (the DLR code's
-    baseline). It has no recurrence and so no state: no `d_state` field."""
-
-    kind: ClassVar[str] = "attention"
-    d_model: int = 64              # H: features in and out of the layer
-    heads: int = 4                 # heads of d_head = H / heads features each (even: rotary pairs)
-    bidirectional: bool = False    # every position sees the past and the future; else causal (j <= i)
-    window: int | None = None      # None: full attention; w: local, position i sees the windows of w positions
-                                   # floor(i/w) - 1 and floor(i/w) (bidirectional: also floor(i/w) + 1)
-
-    def __post_init__(self) -> None:
-        _check_int(self, "d_model")
-        _check_int(self, "heads")
-        if self.d_model % self.heads or (self.d_model // self.heads) % 2:
-            raise LinrnnError(f"AttentionConfig.heads: expected heads dividing d_model = {self.d_model} into an "
-                              f"even d_head (rotary pairs), found {self.heads}")
-        _check_bool(self, "bidirectional")
-        if self.window is not None:
-            _check_int(self, "window")
-
-    @property
-    def d_head(self) -> int:
-        return self.d_model // self.heads
-
-
-MixerConfig = Union[RotRNNConfig, LRUConfig, DLRConfig, S4DConfig, S5Config, AttentionConfig]
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("MixerConfig is the registry's view of the mixer config classes: build one with "
+                        "mixer_config(kind, ...) or its class")
 
 
 def __getattr__(name: str) -> Any:
-    """The registry's tables, read when imported (`linrnn.impls.specs` imports this module, so they cannot be
-    built here at import time):
-
-    MIXER_CONFIGS  kind -> config class, every mixer (attention and any registered later included)
-    KIND_MODES     kind -> {backend: modes} for the kinds with modes of their own (no recurrence: attention)
-    KINDS          the recurrent mixers (a state, the scan/step views, the conformance contracts), registered so far
-    """
-    if name not in ("MIXER_CONFIGS", "KIND_MODES", "KINDS"):      # e.g. the import system's probe of __path__
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from linrnn.impls import specs
-    if name == "MIXER_CONFIGS":
-        return specs.SpecView(lambda s: s.config)
-    if name == "KIND_MODES":
-        return specs.SpecView(lambda s: s.modes, only=lambda s: s.modes is not None)
+    """KINDS: the recurrent mixers (a state, the scan/step views, the conformance contracts), registered so far (read
+    from the registry at each access)."""
     if name == "KINDS":
-        return specs.recurrent_kinds()
+        return recurrent_kinds()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -277,7 +97,6 @@ def mixer_config(kind: str, H: int, N: int, heads: int = 1, bidirectional: bool 
     DLR dt_min/dt_max/..., S4D init/dt_min/dt_max, S5 blocks/discretization/..., attention window); a field
     that the kind does not have is a `LinrnnError`.
     """
-    from linrnn.impls.specs import spec
     cls = spec(kind).config
     own = {f.name for f in dataclasses.fields(cls)}
     names = own - {"d_model", "d_state", "heads", "bidirectional"}
@@ -316,25 +135,24 @@ class ModelConfig:
                                    # run over the padding as given and only the pooling is masked
 
     def __post_init__(self) -> None:
-        from linrnn.impls.specs import SPECS
-        if not isinstance(self.mixer, tuple(s.config for s in SPECS.values())):
+        if not isinstance(self.mixer, MixerConfig):
             raise LinrnnError(f"ModelConfig.mixer: expected a mixer config ({', '.join(SPECS)}), "
                               f"found {self.mixer!r}")
-        _check_int(self, "n_layers")
-        _check_int(self, "d_input")
+        check_int(self, "n_layers")
+        check_int(self, "d_input")
         if self.vocab_size is not None:
-            _check_int(self, "vocab_size")
-        _check_int(self, "d_output")
-        _check_choice(self, "norm", ("layer", "batch"))
-        _check_bool(self, "prenorm")
-        _check_choice(self, "pooling", ("mean", "last", "none"))
-        _check_choice(self, "head", ("linear", "retrieval"))
+            check_int(self, "vocab_size")
+        check_int(self, "d_output")
+        check_choice(self, "norm", ("layer", "batch"))
+        check_bool(self, "prenorm")
+        check_choice(self, "pooling", ("mean", "last", "none"))
+        check_choice(self, "head", ("linear", "retrieval"))
         if self.head == "retrieval" and self.pooling == "none":
             raise LinrnnError("ModelConfig.pooling: the retrieval head compares pooled documents, expected mean or "
                               "last, found 'none'")
-        _check_float(self, "dropout", 0.0, 1.0, high_open=True)
-        _check_float(self, "norm_eps", 0.0, 1.0, low_open=True)
-        _check_choice(self, "padding", ("masked", "unmasked"))
+        check_float(self, "dropout", 0.0, 1.0, high_open=True)
+        check_float(self, "norm_eps", 0.0, 1.0, low_open=True)
+        check_choice(self, "padding", ("masked", "unmasked"))
 
     @property
     def d_model(self) -> int:
@@ -347,7 +165,7 @@ class ModelConfig:
                               f"their B second documents), found {rows}")
 
 
-Config = Union[MixerConfig, ModelConfig]
+Config = Union[MixerConfig, ModelConfig]   # a layer bundle's config or a model bundle's
 
 
 def config_to_dict(config: Config) -> dict[str, Any]:
@@ -367,7 +185,6 @@ def config_from_dict(data: Any, where: str = "config") -> Config:
     """
     if not isinstance(data, dict):
         raise LinrnnError(f"{where}: expected a JSON object, found {type(data).__name__}")
-    from linrnn.impls.specs import SPECS
     kinds = {**{k: s.config for k, s in SPECS.items()}, "model": ModelConfig}
     kind = data.get("kind")
     if kind not in kinds:

@@ -60,10 +60,10 @@ from __future__ import annotations
 import numpy as np
 
 from linrnn.impls.bundle import Bundle
-from linrnn.impls.config import LRUConfig, RotRNNConfig
 from linrnn.impls.errors import LinrnnError
-from linrnn.impls.reference import lru as ref_lru
-from linrnn.impls.reference import rotrnn as ref_rotrnn
+from linrnn.impls.reference import lru as ref_lru, rotrnn as ref_rotrnn
+from linrnn.impls.specs.lru import LRUConfig
+from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.tolerance import scaled_tolerance
 
 TWO_PI = 2.0 * np.pi

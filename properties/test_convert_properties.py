@@ -12,10 +12,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from linrnn.impls.config import LRUConfig, RotRNNConfig
 from linrnn.impls.convert import lru_to_rotrnn, output_terms, rotrnn_to_lru
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
+from linrnn.impls.specs.lru import LRUConfig
+from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.tolerance import assert_close
 
 common = settings(max_examples=30, deadline=None)

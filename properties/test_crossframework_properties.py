@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from linrnn.impls.config import MODES as BACKEND_MODES
 from linrnn.impls.init import init
 from linrnn.impls.reference import spectral_radius
+from linrnn.impls.specs.base import MODES as BACKEND_MODES
 from linrnn.impls.tolerance import assert_close
 from linrnn.reports.sections.crosscheck import QUICK_SHAPES
 from linrnn.verify.crosscheck import (KINDS, MODES, Shape, applicable, compare_gradients, jax_output_and_grads,

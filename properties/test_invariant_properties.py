@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from linrnn.impls.backends import backend
 from linrnn.impls.bundle import Bundle
-from linrnn.impls.config import DLRConfig, RotRNNConfig
 from linrnn.impls.init import init
-from linrnn.impls.reference import apply_mixer
-from linrnn.impls.reference import rotrnn as ref_rotrnn
+from linrnn.impls.reference import apply_mixer, rotrnn as ref_rotrnn
+from linrnn.impls.specs.dlr import DLRConfig
+from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.tolerance import assert_close, scaled_tolerance
 
 BACKENDS = ("reference", "torch", "jax")

@@ -11,9 +11,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, lru, rotrnn, spectral_radius
+from linrnn.impls.specs.dlr import DLRConfig
+from linrnn.impls.specs.lru import LRUConfig
+from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.tolerance import assert_close
 
 KINDS = ("rotrnn", "lru", "dlr")

@@ -29,9 +29,9 @@ import scipy.linalg
 import scipy.optimize
 import sympy as sp
 
-from linrnn.impls.config import LRUConfig
-from linrnn.impls.init import init
 from linrnn.impls.errors import LinrnnError
+from linrnn.impls.init import init
+from linrnn.impls.specs.lru import LRUConfig
 from linrnn.theory.records import (
     ClaimResult,
     Lemma,

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from linrnn.impls.config import AttentionConfig
+from linrnn.impls.specs.attention import AttentionConfig
 
 Params = Mapping[str, jnp.ndarray]
 ROPE_BASE = 10000.0     # the rotary frequencies' base (the DLR code's theta)

@@ -34,8 +34,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from linrnn.impls.config import DLRConfig
 from linrnn.impls.jax.scan import block_length, blocked, causal_fft_conv, exponents, powers
+from linrnn.impls.specs.dlr import DLRConfig
 
 Params = Mapping[str, jnp.ndarray]
 

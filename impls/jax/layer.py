@@ -40,13 +40,12 @@ import numpy as np
 from jax import lax
 
 from linrnn.impls import checks
-from linrnn.impls.config import MODES as _MODES
 from linrnn.impls.config import LOW_DTYPES, MixerConfig
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.jax.params import check_compute_dtype
-from linrnn.impls.segments import check_packing as checks_packing
-from linrnn.impls.segments import pieces
+from linrnn.impls.segments import check_packing as checks_packing, pieces
 from linrnn.impls.specs import implementations, spec
+from linrnn.impls.specs.base import MODES as _MODES
 
 MODES = _MODES["jax"]
 # kind -> its module here, for the recurrences (each model registers it in its spec; attention: `attention.apply`)

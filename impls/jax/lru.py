@@ -25,8 +25,8 @@ from typing import Mapping
 import jax.numpy as jnp
 from jax import lax
 
-from linrnn.impls.config import LRUConfig
 from linrnn.impls.jax import diagonal
+from linrnn.impls.specs.lru import LRUConfig
 
 Params = Mapping[str, jnp.ndarray]
 

@@ -32,8 +32,8 @@ import jax.numpy as jnp
 from jax import lax
 from jax.scipy.linalg import expm
 
-from linrnn.impls.config import RotRNNConfig
 from linrnn.impls.jax import diagonal
+from linrnn.impls.specs.rotrnn import RotRNNConfig
 
 Params = Mapping[str, jnp.ndarray]
 

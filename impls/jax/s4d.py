@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from linrnn.impls.config import S4DConfig
+from linrnn.impls.specs.s4d import S4DConfig
 from linrnn.impls.jax import dlr, scan
 from linrnn.impls.jax.dlr import STATE_IS_COMPLEX, from_native, state_shape, to_native  # noqa: F401  (DLR's (H, N) state)
 from linrnn.impls.jax.scan import exponents, powers

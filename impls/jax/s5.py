@@ -19,9 +19,9 @@ from typing import Mapping
 import jax.numpy as jnp
 from jax import lax
 
-from linrnn.impls.config import S5Config
 from linrnn.impls.jax import diagonal
 from linrnn.impls.jax.lru import STATE_IS_COMPLEX, from_native, run, state_shape, step, to_native  # noqa: F401
+from linrnn.impls.specs.s5 import S5Config
 
 Params = Mapping[str, jnp.ndarray]
 

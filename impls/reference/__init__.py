@@ -12,12 +12,11 @@ from typing import Mapping
 import numpy as np
 
 from linrnn.impls.checks import check_dtype, check_mode, check_sequences, check_stateless
-from linrnn.impls.config import DTYPES as _DTYPES
-from linrnn.impls.config import MODES as _MODES
-from linrnn.impls.config import MixerConfig, modes
+from linrnn.impls.config import DTYPES as _DTYPES, MixerConfig, modes
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.segments import check_layer_only, check_packing, padding_segments, valid
 from linrnn.impls.specs import implementations
+from linrnn.impls.specs.base import MODES as _MODES
 
 MIXERS = implementations("reference")     # kind -> its module here (each model registers it in its spec)
 MODES = _MODES["reference"]

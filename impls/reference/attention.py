@@ -20,8 +20,8 @@ from typing import Mapping
 
 import numpy as np
 
-from linrnn.impls.config import AttentionConfig
 from linrnn.impls.segments import positions, runs
+from linrnn.impls.specs.attention import AttentionConfig
 
 Params = Mapping[str, np.ndarray]
 ROPE_BASE = 10000.0     # the rotary frequencies' base (the DLR code's theta)

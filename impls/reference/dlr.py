@@ -21,9 +21,9 @@ from typing import Mapping
 import numpy as np
 
 from linrnn.impls.checks import check_kernel_view
-from linrnn.impls.config import DLRConfig
 from linrnn.impls.reference.conv import anticausal_conv, causal_conv
 from linrnn.impls.segments import starts
+from linrnn.impls.specs.dlr import DLRConfig
 
 Params = Mapping[str, np.ndarray]
 

@@ -17,8 +17,8 @@ from typing import Mapping
 
 import numpy as np
 
-from linrnn.impls.config import LRUConfig
 from linrnn.impls.reference.conv import anticausal_conv, causal_conv, resets
+from linrnn.impls.specs.lru import LRUConfig
 
 Params = Mapping[str, np.ndarray]
 

@@ -24,8 +24,8 @@ from typing import Mapping
 
 import numpy as np
 
-from linrnn.impls.config import RotRNNConfig
 from linrnn.impls.reference.conv import anticausal_conv, causal_conv, resets
+from linrnn.impls.specs.rotrnn import RotRNNConfig
 
 Params = Mapping[str, np.ndarray]
 

@@ -23,9 +23,9 @@ from typing import Mapping
 
 import numpy as np
 
-from linrnn.impls.config import S4DConfig
 from linrnn.impls.reference.conv import anticausal_conv, causal_conv
 from linrnn.impls.reference.dlr import depthwise_recurrence
+from linrnn.impls.specs.s4d import S4DConfig
 
 Params = Mapping[str, np.ndarray]
 

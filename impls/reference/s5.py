@@ -28,9 +28,9 @@ from typing import Mapping
 
 import numpy as np
 
-from linrnn.impls.config import S5Config
 from linrnn.impls.reference.conv import anticausal_conv, causal_conv, resets
 from linrnn.impls.reference.lru import _scan     # the diagonal recurrence x_t = lambda * x_{t-1} + v_t
+from linrnn.impls.specs.s5 import S5Config
 
 Params = Mapping[str, np.ndarray]
 

@@ -2,12 +2,34 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import numpy as np
 
-from linrnn.impls.config import S4DConfig
 from linrnn.impls.errors import LinrnnError
-from linrnn.impls.init import init_s4d
-from linrnn.impls.specs import ModelSpec
+from linrnn.impls.specs.base import DT_FLOOR, ModelSpec, check_bool, check_choice, check_float, check_int
+
+
+@dataclass(frozen=True)
+class S4DConfig:
+    """One S4D layer: per channel, `d_state` complex modes discretised by ZOH (Gu et al. 2022, the s4 repo's S4D)."""
+
+    kind: ClassVar[str] = "s4d"
+    d_model: int = 64              # H: channels (the layer is depthwise in H)
+    d_state: int = 32              # N: complex modes per channel (the s4 code's N/2; the conjugate half is implicit)
+    bidirectional: bool = False    # add a strictly anti-causal kernel read out by C_rev (docs/models.md)
+    init: str = "lin"              # A_imag: "lin" (S4D-Lin, pi n) or "inv" (S4D-Inv, (2N/pi)(2N/(2n+1) - 1))
+    dt_min: float = 1e-3           # dt_h log-uniform in [dt_min, dt_max] (the s4 code's defaults)
+    dt_max: float = 1e-1
+
+    def __post_init__(self) -> None:
+        check_int(self, "d_model")
+        check_int(self, "d_state")
+        check_bool(self, "bidirectional")
+        check_choice(self, "init", ("lin", "inv"))
+        check_float(self, "dt_min", DT_FLOOR, 1e3)
+        check_float(self, "dt_max", self.dt_min, 1e3)
 
 
 def shapes(cfg: S4DConfig) -> dict:
@@ -16,6 +38,34 @@ def shapes(cfg: S4DConfig) -> dict:
     if cfg.bidirectional:
         out.update({"C_re_rev": (H, N), "C_im_rev": (H, N)})
     return out
+
+
+def s4d_imaginary_parts(cfg: S4DConfig) -> np.ndarray:
+    """A_imag of one channel, n = 0..N-1: pi n (S4D-Lin) or (M/pi)(M/(2n+1) - 1), M = 2N (S4D-Inv).     -> (N,)"""
+    n = np.arange(cfg.d_state)
+    if cfg.init == "lin":
+        return np.pi * n
+    M = 2 * cfg.d_state                                      # the s4 code's N: d_state modes and their conjugates
+    return M / np.pi * (M / (2 * n + 1) - 1)
+
+
+def init(cfg: S4DConfig, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """The paper's (authors' code) initialisation: log dt_h ~ U[log dt_min, log dt_max]; Re A = -0.5 (log_A_real =
+    log 0.5); A_imag = pi n (S4D-Lin) or (2N/pi)(2N/(2n+1) - 1) (S4D-Inv, 2N the s4 code's state size); C ~ N(0, 1/2)
+    + i N(0, 1/2); D ~ N(0, 1)."""
+    H, N = cfg.d_model, cfg.d_state
+    params = {
+        "log_dt": rng.uniform(np.log(cfg.dt_min), np.log(cfg.dt_max), H),
+        "log_A_real": np.full((H, N), np.log(0.5)),          # Re A = -0.5
+        "A_imag": np.tile(s4d_imaginary_parts(cfg), (H, 1)),
+        "C_re": rng.standard_normal((H, N)) * np.sqrt(0.5),  # C standard complex normal: E|C|^2 = 1
+        "C_im": rng.standard_normal((H, N)) * np.sqrt(0.5),
+        "D": rng.standard_normal(H),
+    }
+    if cfg.bidirectional:
+        params["C_re_rev"] = rng.standard_normal((H, N)) * np.sqrt(0.5)
+        params["C_im_rev"] = rng.standard_normal((H, N)) * np.sqrt(0.5)
+    return params
 
 
 def validate(cfg: S4DConfig, p) -> None:
@@ -79,7 +129,7 @@ def with_radius(cfg: S4DConfig, p, r: float) -> dict:
     return {"log_A_real": np.log(-np.log(r)) - p["log_dt"][:, None] + np.zeros_like(p["log_A_real"])}
 
 SPEC = ModelSpec(
-    kind="s4d", config=S4DConfig, shapes=shapes, recurrence_keys=("log_dt", "log_A_real", "A_imag"), init=init_s4d,
+    kind="s4d", config=S4DConfig, shapes=shapes, recurrence_keys=("log_dt", "log_A_real", "A_imag"), init=init,
     implementations={"reference": "linrnn.impls.reference.s4d", "torch": "linrnn.impls.torch.s4d:S4D",
                      "jax": "linrnn.impls.jax.s4d"},
     state=lambda cfg: ((cfg.d_model, cfg.d_state), "complex128"),

@@ -29,8 +29,8 @@ import torch
 import torch.nn.functional as F
 
 from linrnn.impls import checks
-from linrnn.impls.config import AttentionConfig
 from linrnn.impls.errors import LinrnnError
+from linrnn.impls.specs.attention import AttentionConfig
 from linrnn.impls.torch.layer import Mixer, padding_mask
 
 ROPE_BASE = 10000.0     # the rotary frequencies' base (the DLR code's theta)

@@ -46,7 +46,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-from linrnn.impls.config import DLRConfig
+from linrnn.impls.specs.dlr import DLRConfig
 from linrnn.impls.torch import scan as scans
 from linrnn.impls.torch.autodiff import recorded, transformed, vjp_through
 from linrnn.impls.torch.conv import causal_conv, depthwise_conv, depthwise_forward, depthwise_gradients

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from linrnn.impls.config import LRUConfig
+from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.torch import diagonal
 from linrnn.impls.torch.diagonal import DiagonalForm
 from linrnn.impls.torch.scan import complex_dtype

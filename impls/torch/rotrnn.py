@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import torch
 
-from linrnn.impls.config import RotRNNConfig
+from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.torch import diagonal
 from linrnn.impls.torch.diagonal import DiagonalForm
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from linrnn.impls.config import S4DConfig
+from linrnn.impls.specs.s4d import S4DConfig
 from linrnn.impls.torch import scan as scans
 from linrnn.impls.torch.conv import depthwise_conv
 from linrnn.impls.torch.layer import Mixer

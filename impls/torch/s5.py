@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from linrnn.impls.config import S5Config
+from linrnn.impls.specs.s5 import S5Config
 from linrnn.impls.torch import diagonal
 from linrnn.impls.torch.diagonal import DiagonalForm
 from linrnn.impls.torch.lru import LRU, pairs

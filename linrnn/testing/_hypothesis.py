@@ -1,7 +1,8 @@
 """Hypothesis' `hypothesis` entry point (pyproject.toml): `st.from_type` of a layer config draws `configs(kind)`.
 
 Hypothesis runs `register` when it is imported, in every process that imports it with linrnn installed, so this
-module imports only the config classes (no NumPy, no framework); the strategies are built on first use.
+module imports only the registry of models with their config classes (NumPy, no framework); the strategies are
+built on first use.
 """
 
 from __future__ import annotations
@@ -10,10 +11,9 @@ from __future__ import annotations
 def register() -> None:
     from hypothesis import strategies as st
 
-    from linrnn.impls import config
+    from linrnn.impls.config import MIXER_CONFIGS
 
-    for name in ("RotRNNConfig", "LRUConfig", "DLRConfig", "S4DConfig", "S5Config", "AttentionConfig"):
-        cls = getattr(config, name)
+    for cls in MIXER_CONFIGS.values():
         st.register_type_strategy(cls, st.deferred(lambda kind=cls.kind: _configs(kind)))
 
 

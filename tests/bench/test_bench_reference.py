@@ -7,9 +7,11 @@ yardstick of correctness, not of speed. The sizes are recorded with every result
 import numpy as np
 import pytest
 
-from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer
+from linrnn.impls.specs.dlr import DLRConfig
+from linrnn.impls.specs.lru import LRUConfig
+from linrnn.impls.specs.rotrnn import RotRNNConfig
 
 B, L, H, N = 2, 256, 16, 16
 CONFIGS = {

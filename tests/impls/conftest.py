@@ -5,9 +5,11 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
-from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
+from linrnn.impls.specs.dlr import DLRConfig
+from linrnn.impls.specs.lru import LRUConfig
+from linrnn.impls.specs.rotrnn import RotRNNConfig
 
 LONG_H, LONG_N = 4, 8   # small H and N: the long-sequence cases are about L and the decays, not width
 

@@ -10,7 +10,8 @@ import torch
 
 from linrnn.verify import crosscheck
 from linrnn.impls.bundle import RECURRENCE_KEYS, load, mixer_shapes
-from linrnn.impls.config import AttentionConfig, mixer_config
+from linrnn.impls.config import mixer_config
+from linrnn.impls.specs.attention import AttentionConfig
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import attention as jax_attention

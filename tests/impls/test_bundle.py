@@ -7,10 +7,14 @@ import numpy as np
 import pytest
 
 from linrnn.impls.bundle import META_KEY, Bundle, load, mixer_shapes, model_shapes
-from linrnn.impls.config import (SCHEMA_VERSION, DLRConfig, LRUConfig, ModelConfig, RotRNNConfig, S4DConfig,
-                                 S5Config, config_from_dict, config_to_dict)
+from linrnn.impls.config import SCHEMA_VERSION, ModelConfig, config_from_dict, config_to_dict
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
+from linrnn.impls.specs.dlr import DLRConfig
+from linrnn.impls.specs.lru import LRUConfig
+from linrnn.impls.specs.rotrnn import RotRNNConfig
+from linrnn.impls.specs.s4d import S4DConfig
+from linrnn.impls.specs.s5 import S5Config
 
 MIXERS = [RotRNNConfig(d_model=6, d_state=4, heads=3), LRUConfig(d_model=6, d_state=5),
           DLRConfig(d_model=6, d_state=5), RotRNNConfig(d_model=6, d_state=4, heads=3, bidirectional=True),

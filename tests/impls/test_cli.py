@@ -8,9 +8,9 @@ import pytest
 
 from linrnn.impls.bundle import load
 from linrnn.impls.init import init
-from linrnn.impls.config import LRUConfig
 from linrnn.impls.reference import apply_mixer
 from linrnn.impls.reference.model import forward
+from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.tolerance import assert_close
 
 

@@ -8,9 +8,14 @@ from linrnn.impls.tolerance import assert_close, tolerance
 
 SLACK = tolerance("identity", "float64").rtol   # rounding of exp/log in the parameterisation
 
-from linrnn.impls.config import DLRConfig, LRUConfig, ModelConfig, RotRNNConfig, S4DConfig, S5Config
-from linrnn.impls.init import hippo_n, init
+from linrnn.impls.config import ModelConfig
+from linrnn.impls.init import init
 from linrnn.impls.reference import dlr, lru, rotrnn, s4d
+from linrnn.impls.specs.dlr import DLRConfig
+from linrnn.impls.specs.lru import LRUConfig
+from linrnn.impls.specs.rotrnn import RotRNNConfig
+from linrnn.impls.specs.s4d import S4DConfig
+from linrnn.impls.specs.s5 import S5Config, hippo_n
 
 
 def test_rotrnn_initialisation():

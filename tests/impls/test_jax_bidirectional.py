@@ -19,10 +19,12 @@ import numpy as np
 import pytest
 
 from linrnn.impls.bundle import Bundle
-from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig
 from linrnn.impls.init import init
 from linrnn.impls.jax import from_bundle, layer
 from linrnn.impls.reference import apply_mixer, spectral_radius
+from linrnn.impls.specs.dlr import DLRConfig
+from linrnn.impls.specs.lru import LRUConfig
+from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.tolerance import assert_close
 
 MODES = ("scan", "sequential", "conv")          # `step` streams: a bidirectional layer has none

@@ -11,12 +11,15 @@ import jax
 import numpy as np
 import pytest
 
-from linrnn.impls.config import DLRConfig, LRUConfig, ModelConfig, RotRNNConfig
+from linrnn.impls.config import ModelConfig
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import apply_bundle, float64, float64_enabled, from_bundle, layer, model
 from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.reference.model import forward as reference_forward
+from linrnn.impls.specs.dlr import DLRConfig
+from linrnn.impls.specs.lru import LRUConfig
+from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.tolerance import assert_close
 
 CONFIGS = [RotRNNConfig(d_model=3, d_state=4, heads=2), LRUConfig(d_model=3, d_state=4), DLRConfig(d_model=3, d_state=4)]
@@ -90,8 +93,8 @@ def test_float32_with_the_mode_off_computes_in_float32(cfg, mode):
 
 def test_the_model_and_the_training_adapter_enter_the_scope_for_float64():
     from linrnn.tasks.config import TrainConfig
-    from linrnn.tasks.jax_adapter import Adapter
     from linrnn.tasks.datatasks import ModelBatch
+    from linrnn.tasks.jax_adapter import Adapter
 
     cfg = TrainConfig(task="shift", length=16, model="lru", d_model=4, mixer={"d_state": 4}, dtype="float64",
                       backend="jax")

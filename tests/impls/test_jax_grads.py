@@ -14,10 +14,14 @@ import numpy as np
 import pytest
 from jax.test_util import check_grads
 
-from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig, S4DConfig, S5Config
 from linrnn.impls.init import init
 from linrnn.impls.jax import from_bundle, layer
 from linrnn.impls.reference import spectral_radius
+from linrnn.impls.specs.dlr import DLRConfig
+from linrnn.impls.specs.lru import LRUConfig
+from linrnn.impls.specs.rotrnn import RotRNNConfig
+from linrnn.impls.specs.s4d import S4DConfig
+from linrnn.impls.specs.s5 import S5Config
 from linrnn.impls.tolerance import assert_close
 
 pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)

@@ -14,13 +14,16 @@ import mpmath
 import numpy as np
 import pytest
 
-from linrnn.impls.config import DLRConfig, LRUConfig, ModelConfig, RotRNNConfig, S4DConfig, S5Config
+from linrnn.impls.config import ModelConfig
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import apply_bundle, dlr, from_bundle, layer, model, s4d, s5
-from linrnn.impls.reference import apply_mixer, spectral_radius
-from linrnn.impls.reference import s4d as ref_s4d
-from linrnn.impls.reference import s5 as ref_s5
+from linrnn.impls.reference import apply_mixer, s4d as ref_s4d, s5 as ref_s5, spectral_radius
+from linrnn.impls.specs.dlr import DLRConfig
+from linrnn.impls.specs.lru import LRUConfig
+from linrnn.impls.specs.rotrnn import RotRNNConfig
+from linrnn.impls.specs.s4d import S4DConfig
+from linrnn.impls.specs.s5 import S5Config
 from linrnn.impls.tolerance import assert_close
 
 rng = np.random.default_rng(0)
@@ -243,8 +246,8 @@ def test_states_of_the_wrong_shape_or_kind_are_refused():
 @pytest.mark.parametrize("kind", ["rotrnn", "lru", "dlr"])
 def test_apply_system_is_apply_from_the_materialised_system(kind):
     """The cross-check differentiates `materialise` and `apply_system` apart: together they must be `apply`."""
-    from linrnn.verify.bench import layer_config
     from linrnn.impls.config import mixer_config
+    from linrnn.verify.bench import layer_config
 
     cfg = layer_config(kind, 4, 4, heads=2)
     params = from_bundle(init(cfg, 3), "float32")

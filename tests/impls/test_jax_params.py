@@ -7,11 +7,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from linrnn.impls.config import DLRConfig, LRUConfig, ModelConfig, RotRNNConfig, S5Config
+from linrnn.impls.bundle import RECURRENCE_KEYS
+from linrnn.impls.config import ModelConfig
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import from_bundle, recurrence_mask, to_bundle
-from linrnn.impls.bundle import RECURRENCE_KEYS
+from linrnn.impls.specs.dlr import DLRConfig
+from linrnn.impls.specs.lru import LRUConfig
+from linrnn.impls.specs.rotrnn import RotRNNConfig
+from linrnn.impls.specs.s5 import S5Config
 
 CONFIGS = [
     RotRNNConfig(d_model=3, d_state=4, heads=2, bidirectional=True),

@@ -17,10 +17,11 @@ from scipy.signal import lfilter
 
 from linrnn.impls import backends
 from linrnn.impls.bundle import Bundle
-from linrnn.impls.config import DT_FLOOR, mixer_config, modes
+from linrnn.impls.config import mixer_config, modes
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, dlr, lru, rotrnn, s4d, s5, spectral_radius
+from linrnn.impls.specs.base import DT_FLOOR
 from linrnn.impls.tolerance import assert_close
 
 KINDS = ("rotrnn", "lru", "dlr", "s4d", "s5", "attention")
@@ -301,7 +302,8 @@ def test_just_below_the_float32_overflow_every_route_is_finite_and_within_the_ta
 
 def test_a_value_beyond_float32_and_a_model_bundle_are_refused_in_one_line():
     from linrnn.impls.bundle import check_compute_range
-    from linrnn.impls.config import LRUConfig, ModelConfig
+    from linrnn.impls.config import ModelConfig
+    from linrnn.impls.specs.lru import LRUConfig
 
     b = init(small("dlr"), 11)
     with pytest.raises(LinrnnError, match=r"^W_re: entry 0 = 1e\+39 is beyond the largest float32 number"):

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from linrnn.impls.config import RotRNNConfig
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
+from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.tolerance import BASIS, EPS, basis_scale, compare, tolerance
 from linrnn.impls.torch import from_bundle
 

@@ -14,9 +14,11 @@ import argparse
 import numpy as np
 import torch
 
-from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
+from linrnn.impls.specs.dlr import DLRConfig
+from linrnn.impls.specs.lru import LRUConfig
+from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.tolerance import compare
 from linrnn.impls.torch import MODES, from_bundle
 

@@ -15,9 +15,11 @@ import numpy as np
 import pytest
 import torch
 
-from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig
 from linrnn.impls.init import init
 from linrnn.impls.reference import spectral_radius
+from linrnn.impls.specs.dlr import DLRConfig
+from linrnn.impls.specs.lru import LRUConfig
+from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.tolerance import assert_close
 from linrnn.impls.torch import MODES, dlr, from_bundle
 

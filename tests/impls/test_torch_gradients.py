@@ -10,9 +10,13 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig, S4DConfig, S5Config
 from linrnn.impls.init import init
 from linrnn.impls.reference import spectral_radius
+from linrnn.impls.specs.dlr import DLRConfig
+from linrnn.impls.specs.lru import LRUConfig
+from linrnn.impls.specs.rotrnn import RotRNNConfig
+from linrnn.impls.specs.s4d import S4DConfig
+from linrnn.impls.specs.s5 import S5Config
 from linrnn.impls.tolerance import assert_close
 from linrnn.impls.torch import MODES, dlr, from_bundle
 

@@ -8,14 +8,16 @@ import numpy as np
 import pytest
 import torch
 
-from linrnn.impls.config import DLRConfig, LRUConfig, RotRNNConfig, S4DConfig, S5Config
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
-from linrnn.impls.reference import apply_mixer, spectral_radius
-from linrnn.impls.reference import dlr as ref_dlr
-from linrnn.impls.reference import s4d as ref_s4d
+from linrnn.impls.reference import apply_mixer, dlr as ref_dlr, s4d as ref_s4d, spectral_radius
+from linrnn.impls.specs.dlr import DLRConfig
+from linrnn.impls.specs.lru import LRUConfig
+from linrnn.impls.specs.rotrnn import RotRNNConfig
+from linrnn.impls.specs.s4d import S4DConfig
+from linrnn.impls.specs.s5 import S5Config
 from linrnn.impls.tolerance import assert_close
-from linrnn.impls.torch import DLR, LRU, MODES, RotRNN, S4D, S5, from_bundle, parameter_groups
+from linrnn.impls.torch import DLR, LRU, MODES, S4D, S5, RotRNN, from_bundle, parameter_groups
 from linrnn.impls.torch.rotrnn import orthogonal
 
 KINDS = ("rotrnn", "lru", "dlr", "s4d", "s5")

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from linrnn.impls.config import DLRConfig
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
+from linrnn.impls.specs.dlr import DLRConfig
 from linrnn.impls.tolerance import assert_close
 from linrnn.impls.torch import DLR, dlr, scan
 from linrnn.impls.torch.conv import causal_conv, fft_length

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from linrnn.cli import main
-from linrnn.impls.config import MIXER_CONFIGS, DLRConfig, LRUConfig
+from linrnn.impls.config import MIXER_CONFIGS
+from linrnn.impls.specs.dlr import DLRConfig
+from linrnn.impls.specs.lru import LRUConfig
 from linrnn.tasks.config import MIXER_FIELD_TYPES, PAPER_MODELS, TrainConfig
 from linrnn.tasks.datatasks import DATA_TASKS
 from linrnn.tasks.plan import plan

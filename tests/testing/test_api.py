@@ -241,8 +241,8 @@ def test_the_strategies_draw_every_variant_and_their_checks():
     hypothesis = pytest.importorskip("hypothesis")
     from hypothesis import strategies as st
 
-    from linrnn.impls.config import S5Config
     from linrnn.impls.segments import check_packing
+    from linrnn.impls.specs.s5 import S5Config
     from linrnn.testing import strategies as lst
 
     drawn = hypothesis.find(st.from_type(S5Config), lambda c: c.discretization == "bilinear" and c.clip_eigs
