@@ -183,13 +183,11 @@ H, N, HEADS = 3, 4, 2          # the battery's layer: H != N, so that a transpos
 BATCH = H                      # rows of every input (the impulses need H): one shape per length, so that a
                                # compiling target (JAX) compiles once per length
 
-# Decay radii, by the config's init fields (low, high field names; values near 1; small values).
-# DLR-style fields: |lambda| = exp(-Delta / 2), so Delta in [1e-4, 2e-4] gives r ~ 0.99995 and [4, 6] r ~ 0.1.
-RADIUS_FIELDS = (
-    ("gamma_min", "gamma_max", (0.999, 0.9999), (0.05, 0.1)),
-    ("r_min", "r_max", (0.999, 0.9999), (0.05, 0.1)),
-    ("dt_min", "dt_max", (1e-4, 2e-4), (4.0, 6.0)),
-)
+# The radius checks: label -> (the radius, a discretised model's steps Delta, log-uniform in the range). Every
+# eigenvalue's modulus is set to the radius, phases kept, by the model's own `ModelSpec.with_radius` (near 1: a memory
+# of 10^4 steps, where float32 routes drift; small: a fast decay); small steps near 1, where the zero-order hold's
+# (exp(Delta Lambda) - 1) cancels.
+RADII = {"near 1": (0.9999, (1e-4, 2e-4)), "small": (0.1, (4.0, 6.0))}
 # Kinds whose output is the real part of a complex read-out: kind -> (its output matrix, the (real, imaginary)
 # key pairs of that matrix, the factor before Re: 2 where the conjugate half of the modes is dropped), from each
 # model's spec (`ModelSpec.readout`). Im(C x) = Re((C_im - i C_re) x) probes "the imaginary part".
@@ -667,29 +665,40 @@ class Battery:
             c.diagnoses = self.level(self.cfg, c.rel, L, self.radius, output_dtype=self.layer.output_dtype)
         return c
 
+    def radius_bundle(self, label: str) -> tuple[dict | None, str]:
+        """The base bundle of the radius check `label` (`RADII`) and its words; or None and why there is none.
+
+        A model with a discretisation first takes the label's steps (its spec's `discretisation.step_key`: small
+        near 1, where a discretisation's cancellation shows); then the model's `with_radius` sets every decay's
+        modulus to the radius. Where that cannot place this config's decays (a bilinear S5), the steps alone set
+        them (about the radius: Re Lambda = -1/2 at initialisation)."""
+        r, steps = RADII[label]
+        params, words = dict(self.params), []
+        discretisation = specs.spec(self.kind).discretisation
+        if discretisation is not None:
+            key = discretisation.step_key
+            params[key] = self.rng(f"radius {label} steps").uniform(*np.log(steps), np.shape(params[key]))
+            words.append(f"steps Delta log-uniform in [{steps[0]:g}, {steps[1]:g}]")
+        placed, why = at_radius(self.cfg, params, r)
+        if placed is not None:
+            return placed, ", ".join(words + [f"every |lambda| = {r:g} (with_radius)"])
+        if words:
+            return params, ", ".join(words + [f"the decays as these steps leave them ({why})"])
+        return None, why
+
     def radii(self, label: str, L: int, name: str | None = None) -> Check:
-        """The bundle initialised again with decay radii near 1 or small: impulse responses and a random input
-        (the long check: near 1 at its own length)."""
+        """The radius check's bundle (`radius_bundle`): impulse responses and a random input (the long check: near 1
+        at its own length)."""
         name = name or f"radius {label}"
-        fields = next((f for f in RADIUS_FIELDS if hasattr(self.cfg, f[0]) and hasattr(self.cfg, f[1])), None)
-        if fields is None:
-            known = ", ".join(f[0] for f in RADIUS_FIELDS)
-            return Check(name, self.dtype, "n/a", detail=f"no decay fields known for a {self.kind} config "
-                                                           f"(expected one of {known})")
-        low_field, high_field, near_one, small = fields
-        pinned = [f for f in (low_field, high_field) if f in self.pins]
-        if pinned:
-            return Check(name, self.dtype, "n/a", detail=f"{', '.join(pinned)} pinned by --set")
-        low, high = near_one if label == "near 1" else small
-        cfg = make_config(self.kind, **{**self.pins, low_field: low, high_field: high})
-        params = bundle_for(cfg, self.seed)
-        radius = spectral_radius(cfg, params)
+        params, words = self.radius_bundle(label)
+        if params is None:
+            return Check(name, self.dtype, "n/a", detail=words)
+        radius = spectral_radius(self.cfg, params)
         try:
-            layer = Layer(self.name, self.build, cfg, params, self.dtype)
+            layer = Layer(self.name, self.build, self.cfg, params, self.dtype)
         except NotImplementedError as err:
             return Check(name, self.dtype, "n/a", detail=f"not supported by the target: {err}")
-        return self.impulse_check(name, cfg, params, radius, layer, L,
-                                  f"{low_field}, {high_field} = {low:g}, {high:g}: r = {radius:.6g}, L = {L}",
+        return self.impulse_check(name, self.cfg, params, radius, layer, L, f"{words}: r = {radius:.6g}, L = {L}",
                                   self.rng(name).standard_normal((BATCH, L, H)))
 
     def variant(self, fields: Mapping[str, Any], L: int) -> Check:
@@ -881,14 +890,11 @@ class Battery:
         chunk, its tail included; a failure names the first position that departs."""
         L = self.very_long_length
         name = f"very long L={L}"
-        fields = next((f for f in RADIUS_FIELDS if hasattr(self.cfg, f[0]) and hasattr(self.cfg, f[1])), None)
-        cfg, params = self.cfg, self.params
-        if fields and not any(f in self.pins for f in fields[:2]):
-            cfg = make_config(self.kind, **{**self.pins, fields[0]: fields[2][0], fields[1]: fields[2][1]})
-            params = bundle_for(cfg, self.seed)
+        cfg, near_one = self.cfg, self.radius_bundle("near 1")[0]
+        params = self.params if near_one is None else near_one
         radius = spectral_radius(cfg, params)
         try:
-            layer = self.layer if cfg == self.cfg else Layer(self.name, self.build, cfg, params, self.dtype)
+            layer = self.layer if near_one is None else Layer(self.name, self.build, cfg, params, self.dtype)
         except NotImplementedError as err:
             return Check(name, self.dtype, "n/a", detail=f"not supported by the target: {err}")
         u = self.rng(name).standard_normal((1, L, H))
@@ -1095,6 +1101,18 @@ def make_config(kind: str, **fields) -> MixerConfig:
     """The battery's layer of `kind` (H = 3, N = 4; RotRNN: 2 heads), with some fields set."""
     fields = {"heads": HEADS, "bidirectional": False, **fields}
     return mixer_config(kind, H, N, **fields)
+
+
+def at_radius(cfg: MixerConfig, params: Mapping[str, np.ndarray], r: float) -> tuple[dict | None, str]:
+    """`params` with every eigenvalue's modulus r, phases kept (the model's `ModelSpec.with_radius`), and "";
+    or None and why the model's spec cannot place its decays there (no `with_radius`, or not for this config)."""
+    setter = specs.spec(cfg.kind).with_radius
+    if setter is None:
+        return None, f"the {cfg.kind} spec has no with_radius (where its decays sit)"
+    try:
+        return {**params, **setter(cfg, params, r)}, ""
+    except LinrnnError as err:
+        return None, str(err)
 
 
 def bundle_for(cfg: MixerConfig, seed: int) -> dict[str, np.ndarray]:
