@@ -87,7 +87,7 @@ RUNS: tuple[Run, ...] = (
         "the same data, model and steps on the JAX side"),
     Run("pathfinder32-lru-torch", PATHFINDER,
         dict(task="pathfinder", model="lru", d_model=64, n_layers=2, norm="batch",
-             mixer={"d_state": 64, "bidirectional": True}, batch_size=32, epochs=2, steps=None, lr=4e-3, recurrence_lr=1e-3, weight_decay=0.05, warmup_steps=50,
+             mixer={"d_state": 64, "bidirectional": True, "r_min": 0.9, "r_max": 0.999}, batch_size=32, epochs=2, steps=None, lr=4e-3, recurrence_lr=1e-3, weight_decay=0.05, warmup_steps=50,
              eval_every=None, eval_batches=None, checkpoint_every=100, workers=1, backend="torch"),
         "20,000 generated Pathfinder-32 images in the loader's 80/10/10 split (L = 1024); bidirectional LRU, 2 layers, "
         "H = N = 64, BatchNorm; 2 epochs of batch 32"),
@@ -115,7 +115,7 @@ RUNS: tuple[Run, ...] = (
         "words' full-second clips in S4's stratified 70/15/15 split, as 20 MFCCs x 161 frames (L = 161; the raw "
         "16 kHz input costs about 10 s a step here); bidirectional LRU, 2 layers, H = N = 64; 10 epochs of batch 16"),
     Run("subtrees-lru-torch", SUBTREES,
-        dict(task="listops-subtrees", model="lru", d_model=32, mixer={"d_state": 32}, n_layers=2, norm="layer",
+        dict(task="listops-subtrees", model="lru", d_model=32, mixer={"d_state": 32, "r_min": 0.9, "r_max": 0.999}, n_layers=2, norm="layer",
              batch_size=8, epochs=4, steps=None, lr=3e-3, recurrence_lr=1.5e-3, weight_decay=0.01, warmup_steps=20,
              eval_every=None, eval_batches=None, checkpoint_every=50, workers=1, backend="torch"),
         "400 / 50 / 50 generated ListOpsSubTrees trees (7,000-8,180 tokens, a class at every closing bracket); "

@@ -32,7 +32,8 @@ CONTROL = "context-shift-attention"
 
 def run(quick: bool, progress, sizes: dict | None = None) -> tuple[dict, dict]:
     from linrnn.experiments.synthetic_tasks import CONTEXT_CONTROL
-    from linrnn.tasks.grid import COMMON, WARMUP_FRACTION, model_defaults, run_grid
+    from linrnn.tasks.config import model_defaults
+    from linrnn.tasks.grid import COMMON, WARMUP_FRACTION, run_grid
 
     sizes = sizes or (QUICK_SIZES if quick else SIZES)
     control = {"length": 16, "steps": 60, "layers": 1, "lr": 2e-3} if quick else CONTEXT_CONTROL

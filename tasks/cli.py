@@ -135,13 +135,14 @@ def run_grid_command(args: argparse.Namespace) -> int:
     import shlex
     import sys
 
+    from linrnn.impls.specs import kinds
     from linrnn.tasks import sweep
-    from linrnn.tasks.config import MODELS, apply_overrides
+    from linrnn.tasks.config import apply_overrides
     from linrnn.tasks.grid import run_grid, table, write_rows
 
     executor = sweep.from_arguments(args)
     tasks = _names("--tasks", args.tasks, TASKS)
-    models = _names("--models", args.models, MODELS)
+    models = _names("--models", args.models, kinds())
     seeds = [_integer("--seeds", s.strip()) for s in args.seeds.split(",")]
     if any(s < 0 for s in seeds):
         raise LinrnnError(f"--seeds: expected non-negative integers, found {args.seeds!r}")

@@ -23,18 +23,20 @@ import math
 import os
 import tomllib
 import typing
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from linrnn.impls.config import KIND_MODES, MIXER_CONFIGS, MixerConfig, ModelConfig, modes
 from linrnn.impls.errors import LinrnnError
+from linrnn.impls.specs import kinds, spec
 from linrnn.tasks.datatasks import DATA_TASKS, DataTask, loader_options
 from linrnn.tasks.synthetic import TASKS, make_task
 
 PAPER_MODELS = ("rotrnn", "lru", "dlr")     # the three papers' models: one full-scale config per data task
-BASELINES = ("s4d", "s5", "attention")      # the models they compare with: trained by the same loop
-MODELS = PAPER_MODELS + BASELINES
+# Every model the registry holds trains (`linrnn.impls.specs.kinds()`: these three, the baselines S4D, S5 and attention,
+# and any registered later), each starting from its spec's training defaults (`model_defaults`).
 BACKENDS = ("torch", "jax")
 SYNTHETIC_LENGTH, SYNTHETIC_STEPS = 256, 500   # what a synthetic run gets when length / steps are not given
 # fields that may differ between a checkpoint and the run that resumes it (they change how, not what)
@@ -47,7 +49,7 @@ class TrainConfig:
     length: int | None = None      # synthetic: the task's L (docs/tasks.md; None: 256); data tasks: None
     data_options: dict = field(default_factory=dict)  # data tasks: options of the loader (docs/data.md)
     # the model (docs/models.md's deep model; synthetic tasks: pooling 'none', the last L_out outputs are scored)
-    model: str = "dlr"             # one of MODELS
+    model: str = "dlr"             # a registered model (linrnn.impls.specs.kinds())
     d_model: int = 32              # H (the width of every block and of its mixer)
     n_layers: int = 1              # residual blocks
     norm: str = "layer"            # layer or batch
@@ -56,7 +58,8 @@ class TrainConfig:
     pooling: str = "mean"          # data classification / retrieval: mean over the true length, or last
     # the model's own mixer: the fields of its config class (linrnn.impls.config.MIXER_CONFIGS[model]) but
     # d_model, e.g. {"d_state": 256, "r_min": 0.0} for the LRU (the [mixer] table of a TOML file). A field the
-    # model does not have is an error; one not given takes TRAIN_MIXER_DEFAULTS, else the class's default.
+    # model does not have is an error; one not given takes the model's training default (`model_defaults`: its
+    # spec's, at the task's length), else the class's default.
     # Resolved on construction: every field of the model's mixer, in the class's order (docs/training.md).
     mixer: dict = field(default_factory=dict)
     # the optimiser (AdamW; recurrence parameters in their own group without weight decay)
@@ -82,8 +85,9 @@ class TrainConfig:
     checkpoint_every: int | None = 100  # save a resumable checkpoint every so many steps (None: epoch ends)
     seed: int = 0                  # the stream or the epoch order, the initialisation and the dropout masks
     backend: str = "torch"         # torch or jax
-    mode: str | None = None        # the mixers' computation mode (None: conv for DLR and S4D, chunked for
-                                   # attention, scan otherwise)
+    mode: str | None = None        # the mixers' computation mode (None: the model's first training mode,
+                                   # `ModelSpec.training_modes`: conv for DLR and S4D, chunked for attention, scan
+                                   # otherwise)
     dtype: str = "float32"         # float32 or float64 (parameters, and the recurrence under autocast)
     autocast: bool | None = None   # torch: bf16 autocast of the projections, the recurrence in float32
                                    # (docs/precision.md); None: on when the run is on a GPU
@@ -109,11 +113,10 @@ class TrainConfig:
 
         if self.task not in TASKS and self.task not in DATA_TASKS:
             fail("task", f"a synthetic task ({', '.join(TASKS)}) or a data task ({', '.join(DATA_TASKS)})")
-        if self.model not in MODELS:
-            fail("model", f"one of {', '.join(MODELS)}")
+        if self.model not in kinds():
+            fail("model", f"one of {', '.join(kinds())}")
         if not isinstance(self.mixer, dict):
             fail("mixer", f"a table of the {self.model} mixer's fields")
-        object.__setattr__(self, "mixer", mixer_table(self.model, self.mixer))
         if self.backend not in BACKENDS:
             fail("backend", f"one of {', '.join(BACKENDS)}")
         if self.dtype not in ("float32", "float64"):
@@ -154,28 +157,37 @@ class TrainConfig:
         number("beta2", 0.0, 0.999999999)
         number("eps", 0.0, 1.0)
         number("grad_clip", 1e-12, 1e12, optional=True)
+        self._check_length()
+        object.__setattr__(self, "mixer", mixer_table(self.model, self.mixer, model_defaults(self.model, self.length)))
         if "max_phase" in self.mixer:   # LRU and RotRNN: phases on at most the whole circle
             v = self.mixer["max_phase"]
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= 2 * math.pi:
                 raise LinrnnError(f"mixer.max_phase: expected a number in [0, {2 * math.pi:g}], found {v!r}")
+        self.mixer_config()  # the mixer's own checks (even RotRNN state, ranges of the init)
+
+    def _check_length(self) -> None:
+        """A data task: no length, steps or epochs. A synthetic task: its length (default 256) and steps (500)."""
         if self.is_data_task:
             if self.length is not None:
-                fail("length", f"null for the data task {self.task} (its L is the loader's: data_options)")
+                raise LinrnnError(f"length: expected null for the data task {self.task} (its L is the loader's: "
+                                  f"data_options), found {self.length!r}")
             if (self.steps is None) == (self.epochs is None):
                 raise LinrnnError(f"steps, epochs: expected exactly one of them set for the data task {self.task}, "
                                   f"found steps={self.steps!r}, epochs={self.epochs!r}")
             self.loader_options()   # the options the task name fixes
-        else:
-            if self.data_options:
-                fail("data_options", f"an empty table for the synthetic task {self.task}")
-            if self.epochs is not None:
-                fail("epochs", f"null for the synthetic task {self.task} (a stream has no epochs; set steps)")
-            if self.patience is not None:
-                fail("patience", f"null for the synthetic task {self.task} (it has no validation metric to monitor)")
-            object.__setattr__(self, "length", SYNTHETIC_LENGTH if self.length is None else self.length)
-            object.__setattr__(self, "steps", SYNTHETIC_STEPS if self.steps is None else self.steps)
-            integer("length", TASKS[self.task].min_length)
-        self.mixer_config()  # the mixer's own checks (even RotRNN state, ranges of the init)
+            return
+        synthetic = f"for the synthetic task {self.task}"
+        for name, given, expected in (
+                ("data_options", bool(self.data_options), f"an empty table {synthetic}"),
+                ("epochs", self.epochs is not None, f"null {synthetic} (a stream has no epochs; set steps)"),
+                ("patience", self.patience is not None, f"null {synthetic} (it has no validation metric to monitor)")):
+            if given:
+                raise LinrnnError(f"{name}: expected {expected}, found {getattr(self, name)!r}")
+        object.__setattr__(self, "length", SYNTHETIC_LENGTH if self.length is None else self.length)
+        object.__setattr__(self, "steps", SYNTHETIC_STEPS if self.steps is None else self.steps)
+        v = self.length
+        if isinstance(v, bool) or not isinstance(v, int) or v < TASKS[self.task].min_length:
+            raise LinrnnError(f"length: expected an integer >= {TASKS[self.task].min_length}, found {v!r}")
 
     @property
     def is_data_task(self) -> bool:
@@ -199,7 +211,9 @@ class TrainConfig:
 
     @property
     def compute_mode(self) -> str:
-        return self.mode or {"dlr": "conv", "s4d": "conv", "attention": "chunked"}.get(self.model, "scan")
+        """`mode`, else the model's first training mode (`ModelSpec.training_modes`), else its backend's default."""
+        model = spec(self.model)
+        return self.mode or (model.training_modes or model.modes_of(self.backend))[0]
 
     def mixer_config(self) -> MixerConfig:
         """The model's mixer: its own config class, of width d_model, with the fields of `mixer` (and its checks)."""
@@ -292,10 +306,28 @@ class TrainConfig:
 FIELD_TYPES: dict[str, Any] = typing.get_type_hints(TrainConfig)
 OPTIONAL = {name for name, hint in FIELD_TYPES.items() if type(None) in typing.get_args(hint)}
 
-# A mixer field that a run does not give takes this training default where the model has the field (the
-# synthetic tasks' settings, which the flat config of earlier versions gave every model: a state of 64, 8 heads,
-# DLR's Delta = 1e-5 for DLR, S4D and S5), else its config class's default.
-TRAIN_MIXER_DEFAULTS: dict[str, Any] = {"d_state": 64, "heads": 8, "dt_min": 1e-5, "dt_max": 1e-5}
+MIN_MODES = 64     # the fewest complex eigenvalues per layer that a run's training defaults give
+
+
+def state_modes(length: int | None) -> int:
+    """Complex eigenvalues per layer that the training defaults give at task length L: at least L, so that DLR's
+    periodic initialisation covers every lag 0..L-1 (claim D3), rounded up to a multiple of 8 (RotRNN's 8 heads of an
+    even state: every model the same count), and at least 64 (a data task, None here: 64)."""
+    return max(MIN_MODES, -(-(length or 0) // 8) * 8)
+
+
+def model_defaults(model: str, length: int | None) -> dict[str, Any]:
+    """The one table of training defaults: the mixer fields `model` starts with at task length L (None: a data task),
+    its spec's (`ModelSpec.task_defaults` at `state_modes(L)`). `linrnn train`, `linrnn tasks grid` and the
+    experiments built on the grid all start a model from it; a field it leaves out takes the class's default."""
+    if model not in kinds():
+        raise LinrnnError(f"model: expected one of {', '.join(kinds())}, found {model!r}")
+    return dict(spec(model).task_defaults(state_modes(length)))
+
+
+# What the flat config of earlier versions gave a mixer field it did not write (a state of 64, 8 heads, DLR's
+# Delta = 1e-5 for DLR, S4D and S5): a stored config of that form reads as the run it was (`nest_legacy`)
+LEGACY_MIXER_DEFAULTS: dict[str, Any] = {"d_state": 64, "heads": 8, "dt_min": 1e-5, "dt_max": 1e-5}
 # The mixer fields of the flat config of earlier versions, each applied to the models that have it (`nest_legacy`)
 LEGACY_MIXER_FIELDS = ("d_state", "heads", "bidirectional", "dt_min", "dt_max", "max_kernel_length", "window",
                        "r_min", "r_max", "gamma_min", "gamma_max", "max_phase")
@@ -306,24 +338,45 @@ def mixer_fields(model: str) -> dict[str, dataclasses.Field]:
     return {f.name: f for f in dataclasses.fields(MIXER_CONFIGS[model]) if f.name != "d_model"}
 
 
-# every model's mixer fields with their annotations (a name means the same in every class that has it)
-MIXER_FIELD_TYPES: dict[str, Any] = {name: typing.get_type_hints(cls)[name] for cls in MIXER_CONFIGS.values()
-                                     for name in mixer_fields(cls.kind)}
-MIXER_OPTIONAL = {name for name, hint in MIXER_FIELD_TYPES.items() if type(None) in typing.get_args(hint)}
+class RegistryTable(Mapping):
+    """A read-only table built from the model registry on every read, so that it follows a model registered later
+    (a flag, a `--set` or a TOML field of that model's mixer)."""
+
+    def __init__(self, build: Callable[[], dict[str, Any]]):
+        self._build = build
+
+    def __getitem__(self, name: str) -> Any:
+        return self._build()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._build())
+
+    def __len__(self) -> int:
+        return len(self._build())
 
 
-def mixer_table(model: str, given: dict[str, Any]) -> dict[str, Any]:
-    """Every mixer field of `model` (in its class's order): the `given` ones, the others TRAIN_MIXER_DEFAULTS or the
-    class's default. A given field the model does not have is a `LinrnnError` naming it and the model; the values
-    are checked by the class (`TrainConfig.mixer_config`)."""
+def _mixer_field_types() -> dict[str, Any]:
+    return {name: typing.get_type_hints(cls)[name] for cls in MIXER_CONFIGS.values() for name in mixer_fields(cls.kind)}
+
+
+# every registered model's mixer fields with their annotations (a name means the same in every class that has it),
+# and those of them that may be None
+MIXER_FIELD_TYPES = RegistryTable(_mixer_field_types)
+MIXER_OPTIONAL = RegistryTable(lambda: {name: hint for name, hint in _mixer_field_types().items()
+                                        if type(None) in typing.get_args(hint)})
+
+
+def mixer_table(model: str, given: dict[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """Every mixer field of `model` (in its class's order): the `given` ones, the others from `defaults` (the training
+    defaults, `model_defaults`) or the class's default. A given field the model does not have is a `LinrnnError`
+    naming it and the model; the values are checked by the class (`TrainConfig.mixer_config`)."""
     fields = mixer_fields(model)
     unknown = [name for name in given if name not in fields]
     if unknown:
         hint = "; d_model is the training config's, not the mixer table's" if "d_model" in unknown else ""
         raise LinrnnError(f"mixer: model {model} has no field {', '.join(unknown)} "
                           f"(its fields: {', '.join(fields)}){hint}")
-    return {name: given[name] if name in given else TRAIN_MIXER_DEFAULTS.get(name, f.default)
-            for name, f in fields.items()}
+    return {name: given[name] if name in given else defaults.get(name, f.default) for name, f in fields.items()}
 
 
 def mixer_subset(model: str, fields: dict[str, Any]) -> dict[str, Any]:
@@ -344,7 +397,7 @@ def nest_legacy(data: Any) -> Any:
         return data
     given = {k: data[k] for k in LEGACY_MIXER_FIELDS if k in data}
     rest = {k: v for k, v in data.items() if k not in LEGACY_MIXER_FIELDS}
-    return {**rest, "mixer": mixer_table(model, mixer_subset(model, given))}
+    return {**rest, "mixer": mixer_table(model, mixer_subset(model, given), LEGACY_MIXER_DEFAULTS)}
 
 
 def parse_value(name: str, text: str, mixer: bool = False) -> Any:

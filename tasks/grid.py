@@ -5,10 +5,10 @@
 
 Every run is `linrnn.tasks.train.train` with a `TrainConfig` built as
 
-    TrainConfig defaults  <-  COMMON  <-  model_defaults(model, length)  <-  **train_overrides
+    TrainConfig defaults  <-  COMMON  <-  **train_overrides
 
-(model_defaults and the `mixer` override fill the model's mixer table; a `mixer` field given to the
-whole grid applies to each of its models that has it)
+(the model's mixer table starts from its training defaults, `linrnn.tasks.config.model_defaults`, the same table
+`linrnn train` starts from; a `mixer` field given to the whole grid applies to each of its models that has it)
 
 in its own directory `out_dir/<task>-<model>-<backend>-L<length>-s<seed>/` (config.json, metrics.jsonl,
 checkpoint.npz, results.json). A run that diverges (`TrainingDiverged`) gives a row with status
@@ -20,9 +20,10 @@ The defaults are one setting for every model, chosen to be fair to each (docs/ta
 * the same deep model: one residual block (as DLR's 1-layer atomic-task runs), H = 32, LayerNorm
   before the mixer (DLR's runs put it after the residual; at these short budgets pre-norm reached
   higher R^2 on Shift for all three models), no dropout;
-* the same state: `modes` = max(64, L) complex eigenvalues per layer for every model (DLR: N = modes;
-  LRU: N = modes; RotRNN: 8 heads of d_state = modes / 4 real coordinates, i.e. modes 2x2 rotation
-  blocks; S4D: N = modes per channel; S5: N = modes kept eigenvalues). N >= L lets DLR's periodic
+* the same state (the training defaults of every model, `ModelSpec.task_defaults`, which `linrnn train`
+  shares): `modes` = max(64, L) (L rounded up to a multiple of 8) complex eigenvalues per layer for every
+  model (DLR: N = modes; LRU: N = modes; RotRNN: 8 heads of d_state = modes / 4 real coordinates, i.e.
+  modes 2x2 rotation blocks; S4D: N = modes per channel; S5: N = modes kept eigenvalues). N >= L lets DLR's periodic
   initialisation express every lag 0..L-1 (claim D3). Attention has no state: full causal attention
   with the DLR code's 4 heads (d_head = H / 4), its mode `chunked`;
 * each model's initialisation set for long memory, as its paper does for its longest tasks: DLR
@@ -46,8 +47,8 @@ from pathlib import Path
 from typing import Any
 
 from linrnn.impls.errors import LinrnnError
-from linrnn.impls.specs import spec
-from linrnn.tasks.config import BACKENDS, MODELS, TrainConfig, mixer_fields, mixer_subset
+from linrnn.impls.specs import kinds
+from linrnn.tasks.config import BACKENDS, TrainConfig, mixer_fields, mixer_subset
 from linrnn.tasks.synthetic import TASKS
 from linrnn.tasks.train import TrainingDiverged, train
 
@@ -71,24 +72,12 @@ EVALUATIONS = 20            # evaluations per run (and one at the end)
 LOSS_POINTS = 100           # the train-loss curve of a row is thinned to about this many window means
 
 
-def modes(length: int) -> int:
-    """Complex eigenvalues per layer: at least L, so that DLR's periodic initialisation covers every lag."""
-    return max(64, length)
-
-
-def model_defaults(model: str, length: int) -> dict[str, Any]:
-    """The state size and the initialisation ranges of `model` at task length L (module docstring): fields of
-    its mixer table, from its spec (`ModelSpec.task_defaults`)."""
-    if model not in MODELS:
-        raise LinrnnError(f"model: expected one of {', '.join(MODELS)}, found {model!r}")
-    return spec(model).task_defaults(modes(length))
-
-
 def grid_config(task: str, model: str, backend: str, length: int, steps: int, seed: int = 0,
                 mixer: dict[str, Any] | None = None, **train_overrides) -> TrainConfig:
     """The resolved TrainConfig of one grid run (TrainConfig checks every field). `mixer`: fields of the model's
-    mixer over model_defaults (a field the model does not have is an error)."""
-    values: dict[str, Any] = {**COMMON, "mixer": {**model_defaults(model, length), **(mixer or {})},
+    mixer over its training defaults (`linrnn.tasks.config.model_defaults`; a field the model does not have is an
+    error)."""
+    values: dict[str, Any] = {**COMMON, "mixer": dict(mixer or {}),
                               "warmup_steps": int(WARMUP_FRACTION * steps),
                               "eval_every": max(1, steps // EVALUATIONS), "checkpoint_every": steps}
     values.update(train_overrides)
@@ -127,14 +116,14 @@ def run_grid(tasks: Iterable[str], models: Iterable[str], backend: str, length: 
              executor=None, **train_overrides) -> list[dict]:
     """Train every task x model x seed (in that order) and return one summary row per run.
 
-    tasks, models     names from TASKS and MODELS
+    tasks, models     names from TASKS and the registered models (`linrnn.impls.specs.kinds()`)
     backend           "torch" or "jax"
     length, steps     the task's L and the optimiser steps of every run
     out_dir           one run directory per run is made under it
     seeds             the runs' seeds (task stream, initialisation, dropout)
     progress          progress(done, total, what): once before the first run, after each finished run (what: its
                       name) and once at the end (what: "done")
-    mixer             mixer fields over model_defaults, each applied to the models that have it (e.g.
+    mixer             mixer fields over the training defaults, each applied to the models that have it (e.g.
                       {"d_state": 128}: every model but attention); one that no model of the grid has is an error
     executor          where the runs go (`linrnn.tasks.sweep.Executor`; default serial, in this process, an error
                       raised as it is); a run whose directory holds its job record (`job.json`, the same config) is
@@ -148,7 +137,7 @@ def run_grid(tasks: Iterable[str], models: Iterable[str], backend: str, length: 
     from linrnn.tasks.sweep import Executor, SweepJob, run_jobs
 
     tasks = _check_names("tasks", tasks, TASKS)
-    models = _check_names("models", models, MODELS)
+    models = _check_names("models", models, kinds())
     if backend not in BACKENDS:
         raise LinrnnError(f"backend: expected one of {', '.join(BACKENDS)}, found {backend!r}")
     seeds = list(seeds)

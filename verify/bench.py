@@ -58,8 +58,8 @@ def median_ms(call: Callable[[], object], repeats: int = 5, warmup: int = 1) -> 
 
 DIRECTIONS = ("forward", "forward+backward")
 # The modes a training run would use, per mixer: the parallel-in-L views (docs/speed.md), each model's spec's
-# `training_modes` (DLR and S4D have two: `conv`, their kernel route, and the chunked `scan`).
-TRAINING_MODES = SpecView(lambda s: s.training_modes, only=lambda s: bool(s.training_modes))
+# `training_modes` (DLR and S4D have two: `conv`, their kernel route, and the chunked `scan`), the recurrent mixers only
+TRAINING_MODES = SpecView(lambda s: s.training_modes, only=lambda s: bool(s.training_modes) and s.stateful)
 
 
 def check_direction(direction: str) -> str:

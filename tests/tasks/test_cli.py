@@ -154,11 +154,11 @@ def test_train_applies_nested_and_bare_mixer_fields_over_the_file(main, capsys):
                                 "r_max=0.6", "--set", "d_model=64", "--max-phase", "3.0")
     assert code == 0 and resolved["d_model"] == 64
     assert resolved["mixer"] == {"d_state": 256, "bidirectional": True, "r_min": 0.5, "r_max": 0.6, "max_phase": 3.0}
-    # a field not given takes the training default where the model has it (d_state 64, Delta 1e-5), else the
-    # mixer class's own (S4D's init)
+    # a field not given takes the model's training default (its spec's at L = 256: N = 256, Delta in [1e-4, 1e-1]),
+    # else the mixer class's own (bidirectional)
     code, resolved, _ = dry_run(main, capsys, "--model", "s4d", "--set", "mixer.init=inv")
-    assert code == 0 and resolved["mixer"] == {"d_state": 64, "bidirectional": False, "init": "inv", "dt_min": 1e-5,
-                                               "dt_max": 1e-5}
+    assert code == 0 and resolved["mixer"] == {"d_state": 256, "bidirectional": False, "init": "inv", "dt_min": 1e-4,
+                                               "dt_max": 1e-1}
 
 
 def test_a_baseline_trains_on_a_paper_models_file_whose_mixer_fields_it_has_or_on_an_emptied_table(main, capsys):

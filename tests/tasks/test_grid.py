@@ -12,8 +12,8 @@ from linrnn.impls.errors import LinrnnError
 from linrnn.impls.tolerance import assert_close
 from linrnn.cli import main
 from linrnn.tasks import checkpoint
-from linrnn.tasks.config import TrainConfig
-from linrnn.tasks.grid import grid_config, model_defaults, run_grid, thin
+from linrnn.tasks.config import TrainConfig, model_defaults
+from linrnn.tasks.grid import grid_config, run_grid, thin
 
 TINY = dict(d_model=8, batch_size=2, eval_batches=1)     # every run a fraction of a second
 

@@ -16,7 +16,9 @@ from linrnn.tasks.synthetic import TASKS
 from linrnn.tasks.train import TrainingDiverged, train
 
 SMALL = dict(length=16, d_model=8, batch_size=3, eval_batches=1, dtype="float64")
-SIZES = {"d_state": 8, "heads": 2}      # the mixer's sizes, each where the model has it
+# the mixer's sizes, and the LRU's and RotRNN's rings these tests were written at (their classes' own; the training
+# defaults put the decays nearer 1), each where the model has it
+SIZES = {"d_state": 8, "heads": 2, "r_min": 0.9, "r_max": 0.999, "gamma_min": 0.9, "gamma_max": 0.999}
 
 
 def config(mixer: dict | None = None, **overrides) -> TrainConfig:
