@@ -6,9 +6,10 @@ gradient, in float32, bfloat16 and float16 (docs/precision.md, "Low precision").
 The record is in the report's section format (`linrnn.reports.results.write_result`); the default report renders the
 stored one (`linrnn.reports.sections.precision_map`).
 
-Cases: each recurrent mixer (RotRNN, LRU, DLR, S4D, S5; attention has no eigenvalue and no radius axis, and its low
-dtypes are checked by tests/impls/test_low_precision.py) at B = 1, H = N = 2 (RotRNN one head of N = 2), with every
-eigenvalue's modulus set to the radius r exactly (`with_radius`), on a standard normal input u and cotangent g.
+Cases: each recurrent mixer registered (RotRNN, LRU, DLR, S4D, S5, any added later; attention has no eigenvalue and
+no radius axis, and its low dtypes are checked by tests/impls/test_low_precision.py) at B = 1, H = N = 2 (RotRNN one
+head of N = 2), with every eigenvalue's modulus set to the radius r exactly (`with_radius`), on a standard normal input
+u and cotangent g.
 Routes: every mode of both frameworks (PyTorch scan, sequential, conv, step; JAX scan, sequential, conv, step), and
 the diagonal scan kernels alone, Triton's under TRITON_INTERPRET=1 and Pallas' with interpret=True, on n = 4 lanes of
 modulus r and phases spread over (0, pi].
@@ -45,9 +46,9 @@ from pathlib import Path
 import numpy as np
 
 from linrnn.impls.bundle import Bundle
-from linrnn.impls.config import KINDS, mixer_config, modes
+from linrnn.impls.config import mixer_config, modes
 from linrnn.impls.errors import LinrnnError
-from linrnn.impls.specs import spec
+from linrnn.impls.specs import recurrent_kinds, spec
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.tolerance import compare
@@ -58,9 +59,10 @@ H, N, LANES = 2, 2, 4
 SIZES = {
     "quick": {"kinds": ("lru",), "lengths": (16,), "radii": (0.9, 0.999), "loop_max": 16, "kernel_max": 16,
               "long": [], "long_radii": []},
-    "default": {"kinds": KINDS, "lengths": (2**4, 2**8, 2**12), "radii": (0.9, 0.99, 0.999, 0.9999),
+    "default": {"kinds": None, "lengths": (2**4, 2**8, 2**12), "radii": (0.9, 0.99, 0.999, 0.9999),
                 "loop_max": 2**12, "kernel_max": 2**8, "long": [2**16], "long_radii": [0.9999]},
 }
+# "kinds" None: every recurrent mixer registered when the map runs (`linrnn.impls.specs.recurrent_kinds()`)
 LOOPS = (("torch", "sequential"), ("torch", "step"))         # Python loops over positions: capped at loop_max
 KERNELS = (("torch", "triton"), ("jax", "pallas"))
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "reports" / "results" / "sections" / f"{NAME}.json"
@@ -238,10 +240,12 @@ def run(size: str = "default", progress=None, kinds=None, kernels: bool = True) 
     the size's) and `kernels` pick a part of it (`merge` joins parts run in several processes)."""
     if size not in SIZES:
         raise LinrnnError(f"size: expected one of {', '.join(SIZES)}, found {size!r}")
-    unknown = sorted(set(kinds or ()) - set(KINDS))
+    known = recurrent_kinds()
+    unknown = sorted(set(kinds or ()) - set(known))
     if unknown:
-        raise LinrnnError(f"kinds: expected some of {', '.join(KINDS)}, found {', '.join(unknown)}")
+        raise LinrnnError(f"kinds: expected some of {', '.join(known)}, found {', '.join(unknown)}")
     sizes = {**SIZES[size], **({"kinds": tuple(kinds)} if kinds else {})}
+    sizes["kinds"] = known if sizes["kinds"] is None else sizes["kinds"]
     if not kernels:
         sizes["kernel_max"] = 0
     start, cells = time.perf_counter(), []
@@ -261,9 +265,9 @@ def merge(parts: list[dict]) -> dict:
     """One map from parts of one size run apart (`run(kinds=..., kernels=...)`): their cells, in kind order."""
     if len({p["size"] for p in parts}) != 1:
         raise LinrnnError("merge: parts of different sizes")
-    order = {k: i for i, k in enumerate((*KINDS, "kernel"))}
+    order = {k: i for i, k in enumerate((*recurrent_kinds(), "kernel"))}
     cells = sorted((c for p in parts for c in p["cells"]), key=lambda c: order[c["kind"]])
-    sizes = {**SIZES[parts[0]["size"]], "kinds": [k for k in KINDS if any(c["kind"] == k for c in cells)],
+    sizes = {**SIZES[parts[0]["size"]], "kinds": [k for k in recurrent_kinds() if any(c["kind"] == k for c in cells)],
              "kernel_max": max(p["sizes"]["kernel_max"] for p in parts)}
     return {"size": parts[0]["size"], "sizes": {k: list(v) if isinstance(v, tuple) else v for k, v in sizes.items()},
             "dtypes": list(DTYPES), "cells": cells, "findings": [c for c in cells if not c["within"]],

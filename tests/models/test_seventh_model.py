@@ -1,21 +1,29 @@
 """A seventh model added as a newcomer would: a spec and one small implementation per side, in a temporary
-package (`toy_source.py`), registered with `linrnn.impls.specs.register`. The cross-check and `linrnn conform`
-must pick it up with no other edit to the project, and catch a bug planted in one of its sides."""
+package (`toy_source.py`), registered with `linrnn.impls.specs.register`. With no other edit to the project, the
+cross-check, `linrnn conform` (its radius checks run, through the toy's `with_radius`), `linrnn train` in both
+frameworks, `linrnn tasks grid` and the precision map must pick it up; the cross-check and conform must catch a bug
+planted in one of its sides. The toy's decay fields have names of their own (`decay_min`, `decay_max`)."""
 
 from __future__ import annotations
 
 import importlib
+import json
+import math
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
+from linrnn.cli import main
+from linrnn.experiments import precision_map
 from linrnn.impls import specs
 from linrnn.verify import conform, crosscheck
 from linrnn.impls.config import MIXER_CONFIGS, config_from_dict, config_to_dict, mixer_config
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
+from linrnn.impls.results import RUN_RESULTS, RunRecord, read
+from linrnn.tasks.grid import grid_config
 
 SOURCE = Path(__file__).with_name("toy_source.py")
 SHAPES = (crosscheck.Shape(2, 1, 3, 4, False, False), crosscheck.Shape(2, 9, 3, 4, False, True),
@@ -49,12 +57,13 @@ def test_the_registry_lists_it_everywhere(toy):
     assert MIXER_CONFIGS["toy"] is toy.ToyConfig
     assert "toy" in crosscheck.Selection().kinds            # the cross-check's default selection
     assert "toy" in conform.models() and "toy" in conform.own_models("linrnn-torch")
-    cfg = mixer_config("toy", 3, 4, heads=2, r_max=0.9)     # heads dropped: the toy has none
+    cfg = mixer_config("toy", 3, 4, heads=2, decay_max=0.9)     # heads dropped: the toy has none
     assert config_from_dict(config_to_dict(cfg)) == cfg
     bundle = init(cfg, 0)
     assert sorted(bundle.params) == ["B", "C", "D", "log_decay"]
-    with pytest.raises(LinrnnError, match="unknown field"):
-        mixer_config("toy", 3, 4, gamma_min=0.5)
+    for other in ("gamma_min", "r_max", "dt_min"):                # RotRNN's, the LRU's, DLR's: none is the toy's
+        with pytest.raises(LinrnnError, match="unknown field"):
+            mixer_config("toy", 3, 4, **{other: 0.5})
 
 
 def test_the_crosscheck_picks_it_up(toy):
@@ -67,10 +76,55 @@ def test_the_crosscheck_picks_it_up(toy):
     assert {p for _, p in seen} >= {"reference-torch", "reference-jax", "torch-jax"}
 
 
-def test_conform_picks_it_up(toy):
+def test_conform_picks_it_up_with_its_radius_checks_run(toy):
     for target in ("linrnn-torch", "linrnn-jax"):
         result = conform.run(target, "toy", dtypes=("float64",), lengths=(1, 7), long_length=0)
         assert result.ok, result.checks
+        status = {c.name: c.status for c in result.checks}
+        assert status["radius near 1"] == status["radius small"] == "pass", status   # not "n/a"
+        detail = next(c.detail for c in result.checks if c.name == "radius near 1")
+        assert "r = 0.9999," in detail, detail         # the toy's own with_radius put every decay there
+
+
+def _train(tmp_path: Path, backend: str, *extra: str) -> RunRecord:
+    out = tmp_path / f"train-{backend}"
+    assert main(["train", "--task", "shift", "--model", "toy", "--backend", backend, "--length", "8", "--steps", "1",
+                 "--d-model", "4", "--batch-size", "2", "--eval-batches", "1", "--out", str(out), "--quiet",
+                 *extra]) == 0
+    return read(out / RUN_RESULTS, RunRecord)
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax"])
+def test_linrnn_train_trains_it_one_step(toy, tmp_path, backend):
+    record = _train(tmp_path, backend, "--d-state", "4", "--decay-min", "0.8", "--set", "decay_max=0.95")  # its own
+    assert record.steps == 1 and record.config["model"] == "toy"                                # flag and field
+    assert record.config["mixer"] == {"d_state": 4, "bidirectional": False, "decay_min": 0.8, "decay_max": 0.95}
+    assert all(math.isfinite(x) for x in record.train_loss) and record.evaluations[-1]["step"] == 1
+
+
+def test_train_and_the_grid_start_it_the_same_way_and_the_grid_runs_it(toy, tmp_path, capsys):
+    assert main(["train", "--task", "shift", "--model", "toy", "--length", "8", "--dry-run"]) == 0
+    planned, _ = json.JSONDecoder().raw_decode(capsys.readouterr().out)
+    assert planned["mixer"] == grid_config("shift", "toy", "torch", 8, 2).mixer == {
+        "d_state": 64, "bidirectional": False, "decay_min": 0.9, "decay_max": 0.999}    # its spec's task_defaults
+    out = tmp_path / "grid"
+    assert main(["tasks", "grid", "--tasks", "shift", "--models", "lru,toy", "--length", "8", "--steps", "2",
+                 "--out", str(out), "--quiet", "--executor", "serial",     # a model registered here: not in workers
+                 "--set", "d_model=4", "--set", "batch_size=2", "--set", "eval_batches=1",
+                 "--set", "d_state=4"]) == 0
+    rows = {r["model"]: r for r in json.loads((out / "grid.json").read_text())["rows"]}
+    assert rows["toy"]["status"] == "ok" and rows["toy"]["steps"] == 2 and rows["lru"]["status"] == "ok"
+    assert rows["toy"]["config"]["mixer"]["d_state"] == 4 and rows["toy"]["config"]["mixer"]["decay_max"] == 0.999
+
+
+def test_the_precision_map_gets_its_cells(toy):
+    data = precision_map.run("quick", kinds=["toy"], kernels=False)
+    cells = [c for c in data["cells"] if c["kind"] == "toy"]
+    routes = {f"{b} {m}" for b in ("torch", "jax") for m in ("sequential", "scan", "conv", "step")}
+    assert {(c["route"], c["dtype"], c["r"]) for c in cells} == {
+        (route, dtype, r) for route in routes for dtype in precision_map.DTYPES for r in (0.9, 0.999)}
+    float32 = [c for c in cells if c["dtype"] == "float32"]
+    assert all(c["within"] for c in float32), [c for c in float32 if not c["within"]]
 
 
 def test_a_bug_planted_in_one_side_is_caught(toy, monkeypatch):

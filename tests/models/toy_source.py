@@ -1,9 +1,11 @@
 """A seventh model, written as a newcomer would add one: a spec and one small implementation per side.
 
 `tests/models/test_seventh_model.py` copies this file into a temporary package and registers its spec; the
-cross-check and `linrnn conform` must then pick it up with no other edit to the project.
+cross-check, `linrnn conform` (its radius checks through `with_radius`), `linrnn train` in both frameworks,
+`linrnn tasks grid` and the precision map must then pick it up with no other edit to the project. Its decay fields
+have names of its own (`decay_min`, `decay_max`), none of another model's.
 
-The model ("toy"): a real diagonal recurrence with decays |lambda_n| uniform in [r_min, r_max],
+The model ("toy"): a real diagonal recurrence with decays |lambda_n| uniform in [decay_min, decay_max],
 
     x_t = lambda * x_{t-1} + B u_t,     y_t = C x_t + D u_t
     bidirectional:  y_t += C_rev x_bwd_t,   x_bwd_t = lambda x_bwd_{t+1} + B u_t
@@ -31,12 +33,13 @@ class ToyConfig:
     d_model: int = 4
     d_state: int = 4
     bidirectional: bool = False
-    r_min: float = 0.5
-    r_max: float = 0.99
+    decay_min: float = 0.5
+    decay_max: float = 0.99
 
     def __post_init__(self) -> None:
-        if not (0 < self.r_min <= self.r_max < 1):
-            raise LinrnnError(f"ToyConfig.r_max: expected 0 < r_min <= r_max < 1, found {self.r_min}, {self.r_max}")
+        if not (0 < self.decay_min <= self.decay_max < 1):
+            raise LinrnnError(f"ToyConfig.decay_max: expected 0 < decay_min <= decay_max < 1, found {self.decay_min}, "
+                              f"{self.decay_max}")
 
 
 def shapes(cfg: ToyConfig) -> dict:
@@ -49,12 +52,22 @@ def shapes(cfg: ToyConfig) -> dict:
 
 def init(cfg: ToyConfig, rng: np.random.Generator) -> dict:
     H, N = cfg.d_model, cfg.d_state
-    r = rng.uniform(cfg.r_min, cfg.r_max, N)
+    r = rng.uniform(cfg.decay_min, cfg.decay_max, N)
     out = {"log_decay": np.log(-np.log(r)), "B": rng.standard_normal((N, H)) / math.sqrt(H),
            "C": rng.standard_normal((H, N)) / math.sqrt(N), "D": rng.standard_normal(H)}
     if cfg.bidirectional:
         out["C_rev"] = rng.standard_normal((H, N)) / math.sqrt(N)
     return out
+
+
+def with_radius(cfg: ToyConfig, p, r: float) -> dict:
+    """Every decay |lambda_n| = exp(-exp(log_decay_n)) = r."""
+    return {"log_decay": np.full_like(p["log_decay"], np.log(-np.log(r)))}
+
+
+def task_defaults(n: int) -> dict:
+    """Its training defaults at n modes (`linrnn train`, `linrnn tasks grid`): n decays reaching 0.999."""
+    return {"d_state": n, "decay_min": 0.9, "decay_max": 0.999}
 
 
 def spec(package: str) -> ModelSpec:
@@ -63,7 +76,9 @@ def spec(package: str) -> ModelSpec:
         implementations={"reference": f"{package}.reference", "torch": f"{package}.torch_side:Toy",
                          "jax": f"{package}.jax_side"},
         state=lambda cfg: ((cfg.d_state,), "float64"),
-        crosscheck=lambda near_one, bi: {"r_max": 0.9999 if near_one else 0.99},
+        crosscheck=lambda near_one, bi: {"decay_max": 0.9999 if near_one else 0.99},
+        with_radius=with_radius,
+        task_defaults=task_defaults,
     )
 
 
