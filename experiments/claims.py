@@ -103,7 +103,7 @@ def _main(args: argparse.Namespace) -> int:
             found = full_scale.measure(args.name, data_root, runs_root, Path(args.measure_steps), executor)
             print(f"wrote {args.measure_steps} ({len(found)} runs timed); use it with --dry-run --step-times")
             return 0
-        experiment = full_scale.experiment(args.name, args.seeds or full_scale.DEFAULT_SEEDS)
+        experiment = full_scale.experiment(args.name, args.seeds or full_scale.DEFAULT_SEEDS, EXPERIMENTS)
     out = Path(args.out) if args.out else default_out(experiment.name + ("-full" if full else ""), args.quick)
     argv = [experiment.name] + (["--quick"] if args.quick else []) + ["--data", str(args.data)] + \
         (["--scale", "full"] + (["--seeds", str(args.seeds)] if args.seeds else []) if full else []) + \

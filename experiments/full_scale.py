@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -230,21 +231,21 @@ def plan_lines(name: str, seeds: int, step_times: str | None = None, ledger: str
     return lines
 
 
-def experiment(name: str, seeds: int):
-    """The reduced-scale experiment `name` at the papers' scale, as an `Experiment` that `runner.run` runs like any
+def experiment(name: str, seeds: int, reduced: Mapping):
+    """The reduced-scale experiment `name` (from `reduced`, the command's registry `claims.EXPERIMENTS`, which
+    imports this module) at the papers' scale, as an `Experiment` that `runner.run` runs like any
     other: its claims and labels, the full-scale runs x `seeds` on the papers' own data under --data (`REAL`), the
     controls that are its own arms (a control with runs of its own is a reduced-scale setting and is left out).
     Its record is the same kind, so the ledger settles it beside the reduced one (docs/experiments.md)."""
     from dataclasses import replace
 
-    from linrnn.experiments.claims import EXPERIMENTS
     from linrnn.experiments.reduced_training import REAL, DataSet
     from linrnn.experiments.runner import Job
 
     if name not in FULL:
         raise LinrnnError(f"--scale full: expected one of {', '.join(FULL)} (the claims that need a cluster), "
                           f"found {name!r}")
-    base = EXPERIMENTS[name]
+    base = reduced[name]
     real = DataSet("papers-data", REAL, {})
     runs = FULL[name]()
 

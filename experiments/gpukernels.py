@@ -14,18 +14,28 @@ Each step is `step(run, result) -> result`, driven by `gpucheck.Run` (its deadli
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from linrnn.verify import crosscheck
 from linrnn.impls.tolerance import compare
 
-if TYPE_CHECKING:
-    from linrnn.experiments.gpucheck import Run
 
 GOAL_FRACTION = 0.5           # the scan's effective bandwidth / the copy's, the H200 goal (issue 13)
 KERNEL_MODULES = {"triton": "linrnn.impls.torch.triton_scan", "pallas": "linrnn.impls.jax.pallas_scan"}
+
+
+class Run(Protocol):
+    """What a step reads of the run that drives it (`gpucheck.Run`, in the module above this one): the device, the
+    profile's sizes, the seconds left to the step, and where it is (saved with the record)."""
+
+    device: str
+    sizes: dict
+
+    def left(self) -> float: ...
+
+    def progress(self, what: str) -> None: ...
 
 
 def error_line(err: Exception) -> str:

@@ -1,11 +1,12 @@
 """Peak memory of one call in a fresh process (CPU): what the training-speed sweep reports as peak_bytes.
 
-    probe_memory(spec) -> (peak_bytes, None) | (None, reason)
+    probe_memory(spec, build) -> (peak_bytes, None) | (None, reason)
 
-`spec` is the plain-data description of one case at one length that
-`linrnn.experiments.training_speed.build` turns into `(call, info)`. The probe starts a new Python
-process (`python -c ... probe_main() SPEC_JSON`), so that nothing a previous case allocated, cached or
-freed into an allocator's pool hides or inflates this one. In it:
+`spec` is the plain-data description of one case at one length that the caller's builder `build`
+("module:function", e.g. `linrnn.experiments.training_speed.build`) turns into `(call, info)`; the probe
+imports it by that name in the child, so this module sits below the sweeps that use it. The probe starts a
+new Python process (`python -c ... probe_main() SPEC_JSON BUILD`), so that nothing a previous case allocated,
+cached or freed into an allocator's pool hides or inflates this one. In it:
 
     1. import the framework and build + run the same case once at L <= 8: lazy initialisation
        (thread pools, kernels, JAX's backend) happens here, not in the measurement; free it and return
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import importlib
 import json
 import os
 import subprocess
@@ -56,10 +58,10 @@ def out_of_memory(err: BaseException) -> bool:
 
 
 def probe_main() -> None:
-    """The probe process: `python -c '...probe_main()' SPEC_JSON` prints {"peak_bytes": n} or {"error": ...}."""
-    from linrnn.experiments.training_speed import build
-
+    """The probe process: `python -c '...probe_main()' SPEC_JSON BUILD` prints {"peak_bytes": n} or {"error": ...}."""
     spec = json.loads(sys.argv[1])
+    module, _, name = sys.argv[2].partition(":")
+    build = getattr(importlib.import_module(module), name)
     try:
         call, _ = build({**spec, "L": min(spec["L"], WARMUP_L)})
         call()
@@ -74,8 +76,9 @@ def probe_main() -> None:
         print(json.dumps({"error": f"{type(err).__name__}: {first}", "out_of_memory": out_of_memory(err)}))
 
 
-def probe_memory(spec: dict, timeout_s: float = TIMEOUT_S) -> tuple[int | None, str | None]:
-    """Peak bytes of one call of `spec` in a fresh process -> (bytes, None), or (None, why not)."""
+def probe_memory(spec: dict, build: str, timeout_s: float = TIMEOUT_S) -> tuple[int | None, str | None]:
+    """Peak bytes of one call of `spec`, built by `build` ("module:function"), in a fresh process -> (bytes, None), or
+    (None, why not)."""
     env = dict(os.environ)
     if spec["device"] == "cpu":
         env["JAX_PLATFORMS"] = "cpu"
@@ -84,7 +87,7 @@ def probe_memory(spec: dict, timeout_s: float = TIMEOUT_S) -> tuple[int | None, 
         # every larger block on its own and unmaps it on free, so the high-water mark is the live peak.
         env.setdefault("MALLOC_MMAP_THRESHOLD_", str(128 * 1024))
     command = [sys.executable, "-c", "from linrnn.experiments.memory_probe import probe_main; probe_main()",
-               json.dumps(spec)]
+               json.dumps(spec), build]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:

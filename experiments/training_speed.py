@@ -63,6 +63,7 @@ LENGTHS = (1024, 4096, 16384, 65536, 262144)
 FRAMEWORKS = ("torch", "jax")
 MIXERS = ("rotrnn", "lru", "dlr")
 PEERS = ("s5-pytorch", "lru-pytorch")
+BUILD = f"{__name__}:build"    # the builder the memory probe's child process imports by name (`memory_probe`)
 PEER_MAX_L = {"lru-pytorch": 4096}      # a Python loop over B x L steps: minutes beyond this
 MEMORY_HEADROOM = 0.8                   # skip a length whose predicted peak exceeds this share of free memory
 SCALING = (4096, 65536)                 # the fwd+bwd growth ratio t(65536) / t(4096)
@@ -346,7 +347,7 @@ def _run_case(row: dict, spec: dict, memory: bool, last_peak, budget_s) -> str |
                           f"{free / 2**30:.1f} GiB free")
         return row["skipped"]
     if memory and device == "cpu":
-        row["peak_bytes"], reason = probe_memory(spec)
+        row["peak_bytes"], reason = probe_memory(spec, BUILD)
         if reason is not None:
             row["skipped"] = reason
             return reason

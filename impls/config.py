@@ -1,4 +1,4 @@
-"""What every configuration shares: the deep model's config, the serialisation, and the registry's tables (docs/models.md).
+"""What every configuration shares: the deep model's config, serialisation, the registry's tables (docs/models.md).
 
 Each mixer's frozen config class lives in its contract file, `linrnn.impls.specs.<kind>` (`LRUConfig` in
 `specs/lru.py`, ...), with its initialiser, shapes and spec; this module sits above that registry and reads it:

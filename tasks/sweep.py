@@ -7,7 +7,8 @@ its jobs to `run_jobs`:
     local[:N]  at most N at once in a pool of spawned worker processes (default: the cores this process may use)
     slurm      a SLURM job array through submitit, the cluster's settings from `--cluster FILE` and flags
 
-(the two executors that leave this process: `linrnn.tasks.sweep_local`, `linrnn.tasks.sweep_slurm`)
+(the two executors that leave this process: `linrnn.tasks.sweep_local`, `linrnn.tasks.sweep_slurm`; one job, what
+all three run: `linrnn.tasks.sweep_job`)
 
 A job (`SweepJob`) is a module-level function and its arguments, a directory of its own and a key (its inputs as
 plain JSON). Wherever it runs, `execute` runs it with its intra-op threads fixed (`threads`, default 1: PyTorch's and
@@ -31,7 +32,6 @@ line rewritten in place on a terminal, a line per change in a log).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -42,26 +42,16 @@ from pathlib import Path
 from typing import Any
 
 from linrnn.impls.errors import LinrnnError
+from linrnn.tasks.sweep_job import LOG_TAIL, SweepJob, execute, gather, stored
 
 EXECUTORS = ("serial", "local", "slurm")
-JOB_LOG = "job.log"                 # a local worker's output while it runs the job (appended per attempt)
 DEFAULT_RETRIES = 1
 DEFAULT_THREADS = 1
 DEFAULT_CHECKPOINT_SECONDS = 600.0
-LOG_TAIL = 20                       # lines of a failed job's log shown
 
 
 class SweepFailed(LinrnnError):
     """Some jobs failed after their retries; the others' records are kept."""
-
-
-@dataclass(frozen=True)
-class SweepJob:
-    name: str                      # unique in its sweep
-    folder: Path                   # its own directory: job.json, job.log (local), the run directory's files
-    call: Callable[..., Any]       # a module-level function (pickled by reference): call(*args) -> JSON-ready result
-    args: tuple
-    key: dict                      # its inputs as plain JSON: a record with another key is not this job's
 
 
 @dataclass(frozen=True)
@@ -143,74 +133,6 @@ def from_arguments(args: argparse.Namespace) -> Executor:
 
 
 # -- one job, wherever it runs ----------------------------------------------------------------------------
-
-def _fix_threads(threads: int) -> int:
-    """Intra-op threads for the job: OpenMP's and BLAS's (for libraries not loaded yet) and PyTorch's."""
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[name] = str(threads)
-    import torch
-
-    torch.set_num_threads(threads)
-    return torch.get_num_threads()
-
-
-def _slurm_ids() -> tuple[str | None, int]:
-    env = os.environ
-    job = env.get("SLURM_JOB_ID")
-    if env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID"):
-        job = f"{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}"
-    return job, int(env.get("SLURM_RESTART_COUNT", "0") or 0)
-
-
-def execute(job: SweepJob, threads: int, kind: str, checkpoint_seconds: float | None) -> None:
-    """Run `job` here with `threads` intra-op threads and write its record to JOB_DIR/job.json."""
-    from linrnn.impls.results import JOB_RESULT, Envelope, JobRecord, plain, write
-    from linrnn.tasks import train as training
-
-    import torch
-
-    before = torch.get_num_threads(), training.CHECKPOINT_SECONDS
-    used = _fix_threads(threads)
-    training.CHECKPOINT_SECONDS = checkpoint_seconds
-    tic = time.perf_counter()
-    try:
-        result = job.call(*job.args)
-    finally:
-        torch.set_num_threads(before[0])
-        training.CHECKPOINT_SECONDS = before[1]
-    slurm_id, restarts = _slurm_ids()
-    write(job.folder / JOB_RESULT, JobRecord(
-        name=job.name, key=plain(job.key), result=plain(result), executor=kind, threads=used, slurm_job_id=slurm_id,
-        restarts=restarts, seconds=round(time.perf_counter() - tic, 3),
-        envelope=Envelope.here(f"linrnn sweep job {job.name} ({kind})")))
-
-
-def _same_key(a: Any, b: Any) -> bool:
-    from linrnn.impls.results import plain
-
-    return json.dumps(plain(a), sort_keys=True) == json.dumps(plain(b), sort_keys=True)
-
-
-def stored(job: SweepJob):
-    """The job's record in its directory when it has the job's key (else None: absent, another job's, unreadable)."""
-    from linrnn.impls.results import JOB_RESULT, JobRecord, ResultsError, read
-
-    path = job.folder / JOB_RESULT
-    if not path.exists():
-        return None
-    try:
-        record = read(path, JobRecord)
-    except ResultsError:
-        return None
-    return record if _same_key(record.key, job.key) else None
-
-
-def tail(path: Path | None, lines: int = LOG_TAIL) -> str:
-    if path is None or not path.exists():
-        return "(no log)"
-    text = path.read_text(errors="replace").splitlines()
-    return "\n".join(text[-lines:]) or "(empty log)"
-
 
 # -- progress --------------------------------------------------------------------------------------------
 
@@ -297,14 +219,6 @@ def run_jobs(jobs: list[SweepJob], executor: Executor, on_result: Callable[[Swee
         raise SweepFailed(f"{len(failures)} of {len(jobs)} jobs failed after {executor.retries + 1} attempt(s) each "
                           f"({', '.join(j.name for j, _, _ in failures)}); every other job's record is kept: run the "
                           "same command again to retry only these")
-
-
-def gather(job: SweepJob, on_result) -> bool:
-    record = stored(job)
-    if record is None:
-        return False
-    on_result(job, record.result, False)
-    return True
 
 
 def _run_serial(todo, executor, on_result, progress, failures, folder) -> None:

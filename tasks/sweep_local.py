@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from linrnn.tasks.sweep import JOB_LOG, SweepJob, execute, gather, tail
+from linrnn.tasks.sweep_job import JOB_LOG, SweepJob, execute, gather, tail
 
 @contextlib.contextmanager
 def _output_to(path: Path):

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from linrnn.impls.errors import LinrnnError
-from linrnn.tasks.sweep import SweepJob, execute, gather, tail
+from linrnn.tasks.sweep_job import SweepJob, execute, gather, tail
 
 # cluster.toml's keys (the flags of the same names override them) and what submitit's SlurmExecutor calls them
 CLUSTER_KEYS = {"partition": "partition", "time": "time", "gpus_per_job": "gpus_per_node",

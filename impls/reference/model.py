@@ -23,7 +23,7 @@ from scipy.special import erf, expit
 from linrnn.impls.bundle import Bundle, sub_params
 from linrnn.impls.checks import check_lengths, check_sequences, check_tokens
 from linrnn.impls.config import ModelConfig
-from linrnn.impls.reference import apply_mixer
+from linrnn.impls.reference.mixer import apply_mixer
 
 Params = Mapping[str, np.ndarray]
 

@@ -6,11 +6,11 @@
     bundle_again = layer.to_bundle()                                 # exact round trip in float64
 
 Files mirror the reference: `rotrnn.py`, `lru.py`, `dlr.py`, `s4d.py`, `s5.py`, `attention.py`, `model.py`; the
-recurrences in `scan.py` (the chunked scan; `triton_scan.py`, its Triton kernel on CUDA; `layer_scan.py`, RotRNN's and
-LRU's `scan` view over blocks of time; `diagonal.py`, the projected form RotRNN and LRU share), FFT convolution in
-`conv.py`, the shared layer machinery in `layer.py`, what the autograd Functions share in `autodiff.py`. The timing
-harness is `linrnn.verify.bench_torch`. Nothing here imports JAX or the reference; the two backends meet only in the
-bundle.
+recurrences in `scan.py` (the chunked scan; `triton_scan.py`, its Triton kernel on CUDA; `fast_scan.py`, which of the
+two a device runs; `layer_scan.py`, RotRNN's and LRU's `scan` view over blocks of time; `diagonal.py`, the projected
+form RotRNN and LRU share), FFT convolution in `conv.py`, the shared layer machinery in `layer.py`, what the autograd
+Functions share in `autodiff.py`. The timing harness is `linrnn.verify.bench_torch`. Nothing here imports JAX or the
+reference; the two backends meet only in the bundle.
 
 Backend interface of `linrnn apply` (see `linrnn.impls.backends`): `MODES` (the first is the default),
 `DTYPES`, `apply_bundle`.

@@ -10,7 +10,7 @@ Both layers become, once their raw parameters are materialised (`rotrnn.material
 The views, one signature `(form, u, x0) -> (y (B L H), x_L (B n 2))`:
 
 * `sequential`: the plain loop of real 2x2 rotation-scalings (`scan.sequential`);
-* `scan`:       the chunked two-level scan (`scan.scan`);
+* `scan`:       the chunked two-level scan (`fast_scan.scan`);
 * `conv`:       each lane's impulse response lambda^l (computed as exp(l log lambda)) applied by a
                 zero-padded FFT along time, plus lambda^(t+1) x0 for a given state. The layer's kernel
                 K_l = W_out diag(lambda^l) W_in factorises through the lanes, so the H x H kernel is never
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from linrnn.impls.torch import scan as scans
+from linrnn.impls.torch import fast_scan, scan as scans
 from linrnn.impls.torch.conv import causal_conv
 from linrnn.impls.torch.layer import Mixer
 from linrnn.impls.torch.layer_scan import layer_scan
@@ -99,7 +99,7 @@ def scan(f: DiagonalForm, u: torch.Tensor, x0: torch.Tensor | None = None):
 
     u (B L H), x0 (B n 2) or None -> y (B L H), x_L (B n 2)
     """
-    kernel = scans.device_kernel(u.device)
+    kernel = fast_scan.device_kernel(u.device)
     if kernel is not None:
         return _run(kernel, f, u, x0)
     return layer_scan(f.log_lam, f.W_in, f.W_out, f.W_out_rev, f.D, u, x0)

@@ -13,7 +13,7 @@ The recurrence is depthwise: H N lanes, lane (h, n) with its own lambda_{h,n} an
 u_{t,h} (`lanes`). Routes of the views:
 
 * `sequential`, `scan`: the lanes run through `scan.sequential` (the plain loop of real 2x2
-  rotation-scalings) or `scan.scan` (the chunked two-level scan with its adjoint backward; the Triton
+  rotation-scalings) or `fast_scan.scan` (the chunked two-level scan with its adjoint backward; the Triton
   kernel on CUDA), then read out as Re(sum_n C~ x). They store the (B L H N) trajectory;
 * `conv` (the route of the s4 code, and the one to train with): lambda^l = exp(l dt A) for l <= L, the
   kernel K (L H) and a real FFT convolution per channel (`conv.depthwise_conv`); a given state adds its
@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from linrnn.impls.specs.s4d import S4DConfig
-from linrnn.impls.torch import scan as scans
+from linrnn.impls.torch import fast_scan, scan as scans
 from linrnn.impls.torch.conv import depthwise_conv
 from linrnn.impls.torch.layer import Mixer
 from linrnn.impls.torch.scan import complex_dtype
@@ -107,8 +107,8 @@ def sequential(f: S4DForm, u: torch.Tensor, x0: torch.Tensor | None = None):
 
 
 def scan(f: S4DForm, u: torch.Tensor, x0: torch.Tensor | None = None):
-    """The fast scan on the lanes (`scan.scan`).     u (B L H), x0 (B H*N 2) or None -> y (B L H), x_L (B H*N 2)"""
-    return _recurrent(scans.scan, f, u, x0)
+    """The fast scan on the lanes (`fast_scan.scan`).     u (B L H), x0 (B H*N 2) or None -> y (B L H), x_L (B H*N 2)"""
+    return _recurrent(fast_scan.scan, f, u, x0)
 
 
 def conv(f: S4DForm, u: torch.Tensor, x0: torch.Tensor | None = None, final_state: bool = True):

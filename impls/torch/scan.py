@@ -356,24 +356,3 @@ def transition_gradient(lam_powers: torch.Tensor, w: torch.Tensor, boundaries: t
         total += (a[:, :, 1:] * x[:, :, :-1].conj()).sum((0, 1, 2))     # not einsum: n one-row products (bmm)
         total += (a[:, :, 0] * S.conj()).sum((0, 1))
     return total
-
-
-def scan(log_lam: torch.Tensor, v: torch.Tensor, x0: torch.Tensor | None = None) -> torch.Tensor:
-    """The fast scan of this package: the Triton kernel on CUDA when Triton is installed, else `chunked`."""
-    kernel = device_kernel(v.device)
-    return (kernel or chunked)(log_lam, v, x0)
-
-
-def device_kernel(device: torch.device):
-    """`triton_scan.scan` (same signature as `chunked`) for a CUDA device with Triton installed, else None.
-
-    Triton is an optional dependency of the GPU path: without it, or on any other device, the chunked
-    scan runs (it works on CUDA too, launching T + nc small kernels per scan instead of a few).
-    """
-    if device.type != "cuda":
-        return None
-    try:
-        from linrnn.impls.torch import triton_scan
-    except ImportError:
-        return None
-    return triton_scan.scan if triton_scan.available() else None

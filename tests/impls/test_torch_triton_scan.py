@@ -22,7 +22,7 @@ triton = pytest.importorskip("triton", reason="the Triton scan needs triton (pip
 
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.tolerance import assert_close
-from linrnn.impls.torch import scan, triton_scan
+from linrnn.impls.torch import fast_scan, scan, triton_scan
 
 R_MAX = 0.999
 
@@ -220,7 +220,7 @@ def test_the_module_imports_without_triton(monkeypatch):
 
 @pytest.mark.parametrize("kind", ["rotrnn", "lru"])
 def test_the_layers_scan_view_through_the_triton_kernel_equals_the_loop(kind, monkeypatch):
-    """`diagonal.scan` routes to `scans.device_kernel(device)`, which is the Triton scan on CUDA; here the
+    """`diagonal.scan` routes to `fast_scan.device_kernel(device)`, which is the Triton scan on CUDA; here the
     interpreter stands in for the device, through both directions, a given state and every gradient."""
     from linrnn.verify.bench import layer_config
     from linrnn.impls.init import init
@@ -244,7 +244,7 @@ def test_the_layers_scan_view_through_the_triton_kernel_equals_the_loop(kind, mo
         return [as_numpy(y)] + [as_numpy(t) for t in torch.autograd.grad((y * w).sum(), [u, *layer.parameters()])]
 
     expected = run("sequential")
-    monkeypatch.setattr(scan, "device_kernel", triton_route)
+    monkeypatch.setattr(fast_scan, "device_kernel", triton_route)
     got = run("scan")
     assert calls, "the scan view did not take the device route"
     bundle = init(cfg, 0)

@@ -183,7 +183,7 @@ def test_memory_probe_grows_with_length():
             "H": 64, "N": 64, "heads": 16, "dtype": "float32", "device": "cpu"}
     peaks = {}
     for L in (2048, 32768):
-        peaks[L], reason = probe_memory({**spec, "L": L})
+        peaks[L], reason = probe_memory({**spec, "L": L}, ts.BUILD)
         assert reason is None and peaks[L] > 0
     assert peaks[32768] > 4 * peaks[2048]                   # 16x the length: coarse on purpose
     assert peaks[32768] >= 3 * input_bytes(2, 32768, 64)   # u, its gradient and y at least

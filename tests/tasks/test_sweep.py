@@ -25,7 +25,7 @@ import pytest
 from linrnn.cli import main as cli_main
 from linrnn.impls import results
 from linrnn.impls.errors import LinrnnError
-from linrnn.tasks import sweep, sweep_slurm
+from linrnn.tasks import sweep, sweep_job, sweep_slurm
 from linrnn.tasks.grid import run_grid
 
 TINY = dict(d_model=8, batch_size=2, eval_batches=1, mixer={"d_state": 8})
@@ -96,7 +96,7 @@ def test_a_grid_serially_and_on_two_local_workers_gives_the_same_rows(tmp_path):
         record = results.read(Path(row["run_dir"]) / results.JOB_RESULT, results.JobRecord)
         assert (record.executor, record.threads, record.slurm_job_id, record.restarts) == ("local", 1, None, 0)
         assert record.result == row and record.key == {"grid": row["config"]}
-        assert (Path(row["run_dir"]) / sweep.JOB_LOG).exists()
+        assert (Path(row["run_dir"]) / sweep_job.JOB_LOG).exists()
     # the same grid again: every job has its record, nothing is trained
     again = run_grid(*grid, length=8, steps=4, out_dir=tmp_path / "local", **TINY,
                      executor=sweep.Executor("local", 2, progress=False))
@@ -106,7 +106,7 @@ def test_a_grid_serially_and_on_two_local_workers_gives_the_same_rows(tmp_path):
 def _kill_when_checkpointed(run_dir: Path, stop: threading.Event, killed: list) -> None:
     """Kill -9 the local worker that runs the job in `run_dir` once it has saved a checkpoint."""
     while not stop.is_set():
-        log = run_dir / sweep.JOB_LOG
+        log = run_dir / sweep_job.JOB_LOG
         found = re.search(r"in process (\d+)", log.read_text()) if log.exists() else None
         if found and (run_dir / "checkpoint.npz").exists() and not killed:
             os.kill(int(found.group(1)), signal.SIGKILL)
@@ -148,7 +148,7 @@ def test_a_killed_local_worker_loses_no_finished_record_and_its_job_runs_again(t
         assert [r["status"] for r in rows] == ["ok"] * 3
     assert {d: (d / results.JOB_RESULT).stat().st_mtime_ns for d in quick_dirs} == stamps
     # the killed job resumed from its checkpoint, not from step 0, and ended with all its steps
-    log = (slow / sweep.JOB_LOG).read_text()
+    log = (slow / sweep_job.JOB_LOG).read_text()
     assert re.search(r"resuming from the checkpoint at step [1-9]", log), log
     record = results.read(slow / results.RUN_RESULTS, results.RunRecord)
     assert record.steps == SLOW_STEPS and len(record.train_loss) == SLOW_STEPS
