@@ -45,6 +45,7 @@ from importlib import import_module, metadata
 from pathlib import Path
 
 from linrnn.verify import crosscheck
+from linrnn.impls import specs
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.results import Envelope, SectionRecord, command_line, now, write
 from linrnn.experiments.gpukernels import (GOAL_FRACTION, KERNEL_MODULES, MAMBA_PATHS, bandwidth_step,  # noqa: F401
@@ -65,7 +66,7 @@ PEERS = ("s5-pytorch", "LRU-pytorch", "mamba-ssm")
 # Pallas is); copy_mib: the copied buffer (several times the H200's 60 MB L2); mamba: the scan battery's lengths and
 # its long check (L at radius near 1).
 PROFILES = {
-    "full": {"crosscheck_shapes": crosscheck.DEFAULT_SHAPES, "crosscheck_kinds": crosscheck.KINDS,
+    "full": {"crosscheck_shapes": crosscheck.DEFAULT_SHAPES, "crosscheck_kinds": specs.KINDS,
              "crosscheck_modes": crosscheck.MODES, "crosscheck_dtypes": ("float32", "float64"),
              "kernel_shapes": ((2, 1, 8), (2, 333, 16), (4, 4096, 64), (2, 65537, 32)),
              "mamba": {"lengths": (1, 7, 16), "long": 4096},
@@ -73,7 +74,7 @@ PROFILES = {
              "sweep": {"lengths": (1024, 4096, 16384, 65536, 262144)}},
     "quick": {"crosscheck_shapes": (crosscheck.Shape(2, 1, 3, 4, False, False),
                                     crosscheck.Shape(1, 17, 3, 4, True, True)),
-              "crosscheck_kinds": crosscheck.KINDS, "crosscheck_modes": crosscheck.MODES,
+              "crosscheck_kinds": specs.KINDS, "crosscheck_modes": crosscheck.MODES,
               "crosscheck_dtypes": ("float32", "float64"),
               "kernel_shapes": ((2, 1, 8), (2, 333, 16), (2, 65537, 32)),
               "mamba": {"lengths": (1, 7, 16), "long": 4096},

@@ -33,7 +33,7 @@ NAMES = {"dlr": "DLR", "lru": "LRU", "rotrnn": "RotRNN", "s4d": "S4D", "s5": "S5
 BASELINES = ("lru", "s4d", "s5")
 PIXEL_TASKS = ("pathfinder",)
 PATHFINDER_QUICK = DataSet("pathfinder32-quick", "pathfinder", dict(resolution=32, n_train=32, n_val=8, n_test=8))
-LRA_MODELS = ("rotrnn", "lru", "dlr", "s4d", "s5")
+LRA_MODELS = ("rotrnn", "lru", "dlr", "s4d", "s5")   # fixed: the models R6 and D1 compare, not every registered one
 
 
 def lra_mixer(model: str) -> dict:

@@ -245,7 +245,7 @@ def run(model_name: str, seed: int, setup: dict, folder=None) -> dict:
 
 # -- the study and its summaries ----------------------------------------------------------------
 
-MODELS = ("rotrnn", "lru")
+MODELS = ("rotrnn", "lru")   # fixed: the two models R8 compares, not every registered model
 # One setting for both models: the same deep model, task, optimiser and schedule, the same number of
 # complex eigenvalues per layer (RotRNN: 8 heads x 8 real = 32 rotation planes; LRU: 32 modes), and
 # the same ring for gamma / |lambda|: [0.5, 0.999], the RotRNN authors' ListOps initialisation ablation

@@ -61,7 +61,7 @@ from linrnn.impls.errors import LinrnnError
 
 LENGTHS = (1024, 4096, 16384, 65536, 262144)
 FRAMEWORKS = ("torch", "jax")
-MIXERS = ("rotrnn", "lru", "dlr")
+MIXERS = ("rotrnn", "lru", "dlr")   # fixed: the three recurrences timed beside the peers, not every registered model
 PEERS = ("s5-pytorch", "lru-pytorch")
 BUILD = f"{__name__}:build"    # the builder the memory probe's child process imports by name (`memory_probe`)
 PEER_MAX_L = {"lru-pytorch": 4096}      # a Python loop over B x L steps: minutes beyond this

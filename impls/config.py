@@ -2,8 +2,9 @@
 
 Each mixer's frozen config class lives in its contract file, `linrnn.impls.specs.<kind>` (`LRUConfig` in
 `specs/lru.py`, ...), with its initialiser, shapes and spec; this module sits above that registry and reads it:
-`MixerConfig` (any registered mixer's config), `MIXER_CONFIGS` and `KIND_MODES` are views of it that follow later
-registrations, and `mixer_config`, `ModelConfig` and `config_from_dict` accept every registered kind.
+`MixerConfig` (any registered mixer's config), `MIXER_CONFIGS`, `KIND_MODES`, `KINDS` (every registered kind) and
+`RECURRENT_KINDS` (those with a state) are views of it that follow later registrations, and `mixer_config`,
+`ModelConfig` and `config_from_dict` accept every registered kind.
 
 A configuration decides every shape of a bundle; the numbers live in the bundle itself. Each field has
 a typed default and a comment. Values are checked on construction (`linrnn.impls.specs.base`'s checks), so a bad
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Union
 
 from linrnn.impls.errors import LinrnnError
-from linrnn.impls.specs import SPECS, SpecView, recurrent_kinds, spec
+from linrnn.impls.specs import KINDS, RECURRENT_KINDS, SPECS, SpecView, spec  # noqa: F401  (KINDS: a view)
 from linrnn.impls.specs.base import MODES, check_bool, check_choice, check_float, check_int
 from linrnn.impls.specs.lru import LRUConfig
 
@@ -78,14 +79,6 @@ class MixerConfig(metaclass=_Registered):
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         raise TypeError("MixerConfig is the registry's view of the mixer config classes: build one with "
                         "mixer_config(kind, ...) or its class")
-
-
-def __getattr__(name: str) -> Any:
-    """KINDS: the recurrent mixers (a state, the scan/step views, the conformance contracts), registered so far (read
-    from the registry at each access)."""
-    if name == "KINDS":
-        return recurrent_kinds()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def mixer_config(kind: str, H: int, N: int, heads: int = 1, bidirectional: bool = False, **init: Any) -> MixerConfig:

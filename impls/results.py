@@ -5,7 +5,7 @@ A record on disk is one JSON object, the envelope's keys first, then its kind's 
     {"schema_version": 2, "kind": KIND, "date": ..., "machine": {...}, "libraries": {...},
      "command": ..., "code_version": ..., <the fields of KIND's dataclass>}
 
-The kinds (`KINDS`, each a dataclass below, shared by the writer and the reader):
+The kinds (`RECORD_TYPES`, each a dataclass below, shared by the writer and the reader):
 
     section          one section of `linrnn report` (and `linrnn gpucheck`'s DIR/gpucheck.json): DIR/<section>.json
     experiment       one empirical experiment (`linrnn experiment NAME`): reports/results/experiment-NAME.json
@@ -210,7 +210,7 @@ class TheoryRecord(Record):
     envelope: Envelope | None = None
 
 
-KINDS: dict[str, type[Record]] = {k.KIND: k for k in (
+RECORD_TYPES: dict[str, type[Record]] = {k.KIND: k for k in (
     SectionRecord, ExperimentRecord, TrainingSpeedRecord, ReducedTrainingRecord, GridRecord, RunRecord, NormRunRecord,
     JobRecord, CrosscheckRecord, ConformRecord, TheoryRecord)}
 
@@ -252,7 +252,7 @@ def dumps(record: Record) -> str:
 def write(path: str | os.PathLike, record: Record) -> Path:
     """`record` to `path`, atomically: serialised in full first, then a temporary file renamed over `path`."""
     path = Path(path)
-    if not isinstance(record, Record) or type(record) not in KINDS.values():
+    if not isinstance(record, Record) or type(record) not in RECORD_TYPES.values():
         raise ResultsError(f"{path}: expected a record of a kind of linrnn.impls.results, found "
                            f"{type(record).__name__}")
     try:
@@ -339,9 +339,9 @@ def from_dict(raw: Any, kind: type[Record] | None = None, where: str = "record")
         raise ResultsError(f"{where}: schema_version: expected {SCHEMA_VERSION}, found {version!r}")
     named = raw.get("kind")
     if kind is None:
-        if named not in KINDS:
-            raise ResultsError(f"{where}: kind: expected one of {', '.join(KINDS)}, found {named!r}")
-        kind = KINDS[named]
+        if named not in RECORD_TYPES:
+            raise ResultsError(f"{where}: kind: expected one of {', '.join(RECORD_TYPES)}, found {named!r}")
+        kind = RECORD_TYPES[named]
     elif named != kind.KIND:
         raise ResultsError(f"{where}: kind: expected {kind.KIND!r}, found {named!r}")
     own = {f.name for f in fields(kind)} - {"envelope"}

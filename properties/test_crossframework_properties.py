@@ -13,11 +13,12 @@ from hypothesis import strategies as st
 
 from linrnn.impls.init import init
 from linrnn.impls.reference import spectral_radius
+from linrnn.impls.specs import KINDS
 from linrnn.impls.specs.base import MODES as BACKEND_MODES
 from linrnn.impls.tolerance import assert_close
 from linrnn.reports.sections.crosscheck import QUICK_SHAPES
-from linrnn.verify.crosscheck import (KINDS, MODES, Shape, applicable, compare_gradients, jax_output_and_grads,
-                                       mixer_config, torch_output_and_grads)
+from linrnn.verify.crosscheck import (MODES, Shape, applicable, compare_gradients, jax_output_and_grads, mixer_config,
+                                       torch_output_and_grads)
 
 pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)
 

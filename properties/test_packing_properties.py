@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from linrnn.impls import backends
 from linrnn.impls import jax as lj
-from linrnn.impls.config import KINDS, ModelConfig, mixer_config, modes
+from linrnn.impls.config import RECURRENT_KINDS, ModelConfig, mixer_config, modes
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.reference.model import forward as reference_forward
@@ -33,7 +33,7 @@ from linrnn.impls.torch import MIXERS as TORCH_MIXERS
 pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)
 
 B, L, H, N = 2, 6, 4, 4
-ALL_KINDS = KINDS + ("attention",)
+ALL_KINDS = RECURRENT_KINDS + ("attention",)
 
 lengths_st = st.lists(st.integers(1, L), min_size=B, max_size=B).map(np.array)
 # a boundary before position t (t >= 1) with probability about 1/2; ids alternate 0, 1, 0, ... (equal ids may return)

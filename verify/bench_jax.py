@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from linrnn.verify.bench import KINDS, check_direction, info_record, layer_config, median_ms  # noqa: F401
+from linrnn.verify.bench import RECURRENT_KINDS, check_direction, info_record, layer_config, median_ms  # noqa: F401
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import layer
@@ -214,13 +214,14 @@ def scan_alone(route: str, B: int = 8, L: int = 4096, n: int = 128, dtype: str =
 
 def forward_table(B: int = 8, L: int = 4096, H: int = 128, N: int = 128, heads: int = 16, dtype: str = "float32",
                   repeats: int = 7) -> str:
-    """`linrnn bench jax`: the median forward time (ms) of one layer per mixer (`KINDS`) and mode, as a text table."""
+    """`linrnn bench jax`: the median forward time (ms) of one layer per recurrent mixer (`RECURRENT_KINDS`) and mode,
+    as a text table."""
     for name, value in (("B", B), ("L", L), ("H", H), ("N", N), ("heads", heads), ("repeats", repeats)):
         if value < 1:
             raise LinrnnError(f"{name}: expected 1 or more, found {value}")
     lines = [f"B={B} L={L} H={H} N={N} {dtype} on {jax.devices()[0]}",
              f"{'mixer':10s}" + "".join(f"{mode:>12s}" for mode in layer.MODES)]
-    for kind in KINDS:
+    for kind in RECURRENT_KINDS:
         row = []
         for mode in layer.MODES:
             forward, _ = make_forward(kind, mode, B, L, H, N, heads, dtype)

@@ -173,7 +173,6 @@ def models() -> tuple[str, ...]:
     return specs.recurrent_kinds() + ("scan",)
 
 
-MODELS = models()               # those registered when this module is imported (`run` reads the registry)
 DTYPES = ("float64", "float32")
 DEFAULT_LENGTHS = (1, 7, 16)
 LONG_LENGTH = 4096             # the long check: radius near 1, where float32 routes drift

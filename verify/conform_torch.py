@@ -44,7 +44,7 @@ from linrnn.impls.torch.scan import complex_dtype
 
 SEED = 0          # the peers' own initialisation of what the contract does not set
 CLASSES = {"lru-pytorch": "LRU", "s5-pytorch": "S5"}
-KINDS = {"lru-pytorch": ("lru",), "s5-pytorch": ("s5", "lru")}
+PEER_KINDS = {"lru-pytorch": ("lru",), "s5-pytorch": ("s5", "lru")}
 
 __all__ = ["input_gradient", "linrnn_torch", "lru_pytorch", "missing_reason", "s5_pytorch"]
 
@@ -79,8 +79,8 @@ def _check(name: str, config: dict) -> None:
     reason = missing_reason(check_peer(name))
     if reason:
         raise LinrnnError(reason)
-    if config["kind"] not in KINDS[name]:
-        raise LinrnnError(f"{name} implements {', '.join(KINDS[name])}, found --model {config['kind']}")
+    if config["kind"] not in PEER_KINDS[name]:
+        raise LinrnnError(f"{name} implements {', '.join(PEER_KINDS[name])}, found --model {config['kind']}")
 
 
 def _peer(name: str, **kwargs) -> nn.Module:

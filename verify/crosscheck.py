@@ -44,7 +44,6 @@ from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.tolerance import Comparison, compare, memory
 
-KINDS = specs.kinds()   # the kinds registered when this module is imported; `Selection` reads the registry
 MODES = ("sequential", "scan", "conv", "step", "full", "chunked")   # of every kind (`applicable`: a kind's own)
 DTYPES = ("float64", "float32")
 REFERENCE_MODE = {"sequential": "sequential", "scan": "sequential", "step": "sequential", "conv": "conv",

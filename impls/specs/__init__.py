@@ -20,7 +20,7 @@ reads this registry: adding a model is `register(ModelSpec(...))` and its three 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.specs import attention, dlr, lru, rotrnn, s4d, s5
@@ -89,6 +89,44 @@ class SpecView(Mapping):
 
     def __repr__(self) -> str:
         return f"SpecView({dict(self)!r})"
+
+
+class KindView(Sequence):
+    """A read-only tuple of the registered kinds (`only` those whose spec passes) that follows later registrations:
+    `KINDS`, every registered mixer kind, and `RECURRENT_KINDS`, those with a state."""
+
+    def __init__(self, only: Callable[[ModelSpec], bool] = lambda s: True):
+        self._only = only
+
+    def _kinds(self) -> tuple[str, ...]:
+        return tuple(k for k, s in SPECS.items() if self._only(s))
+
+    def __getitem__(self, index):
+        return self._kinds()[index]
+
+    def __len__(self) -> int:
+        return len(self._kinds())
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in self._kinds()
+
+    def __add__(self, other) -> tuple:
+        return self._kinds() + tuple(other)
+
+    def __radd__(self, other) -> tuple:
+        return tuple(other) + self._kinds()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, (tuple, KindView)) and self._kinds() == tuple(other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"KindView({self._kinds()!r})"
+
+
+KINDS = KindView()                                     # every registered mixer kind, the built-in six first
+RECURRENT_KINDS = KindView(lambda s: s.stateful)       # those with a recurrent state (scan/step, conform's contracts)
 
 
 def implementations(backend: str, only: Callable[[ModelSpec], bool] = lambda s: True) -> SpecView:

@@ -17,7 +17,7 @@ from linrnn.impls.tolerance import FACTORS, LOW, compare
 # NumPy's names of the dtypes an array can be compared in, and the tolerance table's row for each
 DTYPE_ROWS = {"float64": "float64", "complex128": "float64", "float32": "float32", "complex64": "float32",
               "bfloat16": "bfloat16", "float16": "float16"}
-KINDS = tuple(FACTORS)
+TOLERANCE_ROWS = tuple(FACTORS)   # the tolerance table's rows: forward, state, gradient, identity
 
 
 def _framework(x) -> str | None:
@@ -70,8 +70,8 @@ def assert_close(actual, expected, *, kind: str = "forward", dtype: str | None =
     Returns the `Comparison` (or a dict of them); raises AssertionError naming the worst entry and the bound.
     """
     __tracebackhide__ = True
-    if kind not in KINDS:
-        raise LinrnnError(f"kind: expected one of {', '.join(KINDS)}, found {kind!r}")
+    if kind not in TOLERANCE_ROWS:
+        raise LinrnnError(f"kind: expected one of {', '.join(TOLERANCE_ROWS)}, found {kind!r}")
     if isinstance(actual, Mapping) or isinstance(expected, Mapping):
         if not (isinstance(actual, Mapping) and isinstance(expected, Mapping)):
             raise LinrnnError(f"assert_close: expected two dicts or two arrays, found {type(actual).__name__} and "

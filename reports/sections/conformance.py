@@ -42,7 +42,7 @@ import tempfile
 from pathlib import Path
 
 from linrnn.verify.conform import DEFAULT_LENGTHS, DTYPES, PEERS, peers_table, run, unavailable
-from linrnn.impls.config import KINDS
+from linrnn.impls.config import RECURRENT_KINDS
 from linrnn.impls.results import STORED_DIR, ConformRecord, ResultsError, read
 
 NAME = "conformance"
@@ -142,7 +142,7 @@ def findings(run_: dict) -> dict:
 def compute(quick: bool, progress) -> tuple[dict, dict]:
     planned = [(target, kind, "peer") for target, kind in PEER_RUNS if not (quick and target in QUICK_OMITTED)]
     planned += [(target, kind, "own") for target in OWN_TARGETS if not (quick and target in QUICK_OMITTED)
-                for kind in KINDS]
+                for kind in RECURRENT_KINDS]
     planned += [(target, "scan", "own") for target in OWN_SCANS]
     runs = []
     for i, (target, kind, group) in enumerate(planned):

@@ -6,7 +6,7 @@ data, drawn when the page renders) and names the template.
 
 from __future__ import annotations
 
-from linrnn.experiments.speed import BACKENDS, KINDS, MODES, run
+from linrnn.experiments.speed import BACKENDS, TIMED_KINDS, MODES, run
 from linrnn.reports import plots
 
 NAME = "speed"
@@ -32,7 +32,7 @@ def summary(data: dict) -> str:
         return "Nothing was timed."
     longest = max(r["L"] for r in timed)
     fastest = []
-    for kind in KINDS:
+    for kind in TIMED_KINDS:
         at = [r for r in timed if r["mixer"] == kind and r["L"] == longest]
         if at:
             best = min(at, key=lambda r: r["ms"])
@@ -42,7 +42,7 @@ def summary(data: dict) -> str:
 
 def figure(rows: list[dict], lengths) -> dict:
     panels = []
-    for kind in KINDS:
+    for kind in TIMED_KINDS:
         items = []
         for backend in BACKENDS:
             for mode in MODES:
@@ -52,5 +52,5 @@ def figure(rows: list[dict], lengths) -> dict:
                     items.append(plots.series(f"{backend} {mode}", [p[0] for p in pts], [p[1] for p in pts],
                                               COLOURS[mode], line=LINES[backend], marker=MARKERS[mode]))
         panels.append(plots.panel(kind, "L", "forward time (ms)", items, xscale="log", yscale="log",
-                                  xticks=lengths, legend=kind == KINDS[-1]))
+                                  xticks=lengths, legend=kind == TIMED_KINDS[-1]))
     return plots.figure("forward time against L, per mixer, backend and mode (log-log)", panels, 9.0, 3.2)

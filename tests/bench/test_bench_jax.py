@@ -7,7 +7,7 @@ ends with `block_until_ready`. Never asserts on times.
 
 import pytest
 
-from linrnn.verify.bench_jax import KINDS, make_forward, scan_alone
+from linrnn.verify.bench_jax import RECURRENT_KINDS, make_forward, scan_alone
 from linrnn.impls.jax.layer import MODES
 
 SIZES = dict(B=8, L=4096, H=128, N=128, heads=16, dtype="float32")
@@ -15,7 +15,7 @@ SIZES = dict(B=8, L=4096, H=128, N=128, heads=16, dtype="float32")
 
 @pytest.mark.bench
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", RECURRENT_KINDS)
 def test_layer_forward_speed(benchmark, kind, mode):
     forward, info = make_forward(kind, mode, **SIZES)
     benchmark.extra_info.update(info)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from linrnn.experiments import precision_map as pm
-from linrnn.impls.config import KINDS, mixer_config
+from linrnn.impls.config import RECURRENT_KINDS, mixer_config
 from linrnn.impls.init import init
 from linrnn.impls.reference import spectral_radius
 from linrnn.impls.torch import scan
@@ -17,7 +17,7 @@ from linrnn.reports.results import read_results, write_result
 from linrnn.reports.sections import precision_map as section
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", RECURRENT_KINDS)
 @pytest.mark.parametrize("r", [0.9, 0.9999])
 def test_with_radius_puts_every_eigenvalue_on_the_radius(kind, r):
     bundle = pm.with_radius(init(mixer_config(kind, 2, 2), 0), r)

@@ -14,7 +14,7 @@ import torch
 
 from linrnn.impls import jax as jax_side, reference, torch as torch_side
 from linrnn.impls.bundle import RECURRENCE_KEYS, is_recurrence_key, mixer_shapes
-from linrnn.impls.config import DTYPES, KINDS, ModelConfig, mixer_config
+from linrnn.impls.config import DTYPES, RECURRENT_KINDS, ModelConfig, mixer_config
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import scan as jax_scan
@@ -75,7 +75,7 @@ def test_a_truncated_dlr_kernel_is_refused_outside_conv_with_one_message():
     assert DLRConfig(d_model=2, d_state=3).kernel_length(5) == 5
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", RECURRENT_KINDS)
 def test_a_bidirectional_layer_refuses_a_state_with_one_message_on_both_sides(kind):
     cfg = mixer_config(kind, 2, 2, bidirectional=True)
     bundle, u = init(cfg, 0), np.zeros((1, 3, 2))
@@ -87,7 +87,7 @@ def test_a_bidirectional_layer_refuses_a_state_with_one_message_on_both_sides(ki
 
 
 def test_the_recurrence_keys_are_one_table_used_by_both_sides():
-    for kind in KINDS:
+    for kind in RECURRENT_KINDS:
         cfg = mixer_config(kind, 3, 4, heads=2)
         keys = RECURRENCE_KEYS[kind]
         assert set(keys) <= set(mixer_shapes(cfg)), kind                   # real parameters of that mixer
@@ -141,7 +141,7 @@ def test_both_speed_harnesses_have_one_signature_and_return_type():
 
 
 def test_the_state_conversions_have_one_pair_of_names_on_both_sides():
-    for kind in KINDS:
+    for kind in RECURRENT_KINDS:
         torch_layer = torch_side.MIXERS[kind]
         jax_module = jax_side.layer.MIXERS[kind]
         for name in ("to_native", "from_native"):

@@ -29,7 +29,7 @@ import torch
 import torch.func
 
 from linrnn.impls import jax as lj
-from linrnn.impls.config import KINDS, mixer_config, modes
+from linrnn.impls.config import RECURRENT_KINDS, mixer_config, modes
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import layer
@@ -46,7 +46,7 @@ STEP = 1e-4                       # h of the central differences: parameters and
 def routes(backend: str):
     """(kind, mode, bidirectional): every mode of every mixer, and the bidirectional ones where they differ."""
     out = []
-    for kind in KINDS + ("attention",):
+    for kind in RECURRENT_KINDS + ("attention",):
         for mode in modes(backend, kind):
             out.append((kind, mode, False))
             if mode not in ("step",) and kind in ("rotrnn", "lru", "dlr", "attention"):
@@ -77,7 +77,7 @@ def reference_jacobian(cfg, bundle, u):
     Recurrent mixers are linear in u: J is the reference on the unit inputs, exactly. Attention is not: a central
     difference of the reference, with its Richardson bound."""
     n = L * H
-    if cfg.kind in KINDS:
+    if cfg.kind in RECURRENT_KINDS:
         unit = np.eye(n).reshape(n, L, H)
         return reference(cfg, bundle.params, unit).reshape(n, n).T, None
     def difference(h):
@@ -197,7 +197,7 @@ def flat(tree, index=None) -> np.ndarray:
 def check_second_order(name, cfg, bundle, jac, results):
     hess_u, grads, hvp, moved = jax.device_get(results)
     r = spectral_radius(cfg, bundle.params)
-    if cfg.kind in KINDS:                               # linear in u: the Hessian of 0.5 ||y||^2 is J^T J
+    if cfg.kind in RECURRENT_KINDS:                     # linear in u: the Hessian of 0.5 ||y||^2 is J^T J
         assert_close(f"{name} jax.hessian in u", jac.T @ jac, np.asarray(hess_u).reshape(L * H, L * H),
                      kind="gradient", dtype="float64", length=L, max_abs_eigenvalue=r)
     check_central_difference(name, flat(hvp), *(flat(moved, i) for i in range(4)), float(np.max(np.abs(flat(grads)))), r)
@@ -222,7 +222,7 @@ def jax_jacobians(kind, bidirectional):
     return jax.device_get(run(params, jnp.asarray(u)))
 
 
-@pytest.mark.parametrize("kind,bidirectional", [(k, False) for k in KINDS + ("attention",)]
+@pytest.mark.parametrize("kind,bidirectional", [(k, False) for k in RECURRENT_KINDS + ("attention",)]
                          + [("lru", True), ("attention", True)])
 def test_jax_jacobians_of_every_mode(kind, bidirectional):
     cfg, bundle, *_, jac, scale = case(kind, bidirectional)
@@ -243,7 +243,7 @@ def scan_second_order(kind):
     return jax.jit(lambda s, z: second_order(f, z, s, direction))(system, jnp.asarray(u))
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", RECURRENT_KINDS)
 def test_jax_scan_second_derivatives(kind):
     cfg, bundle, *_, jac, _ = case(kind, False)
     check_second_order(f"jax {kind} scan", cfg, bundle, jac, scan_second_order(kind))
@@ -284,7 +284,7 @@ def test_jax_second_derivatives_of_a_wrong_adjoint_are_caught(kind):
         jax.clear_caches()
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", RECURRENT_KINDS)
 def test_jax_scan_refuses_forward_mode_in_one_line(kind):
     cfg, bundle, u, *_ = case(kind, False)
     params = lj.from_bundle(bundle, "float64")

@@ -25,12 +25,12 @@ import pytest
 import torch
 
 from linrnn.impls import jax as lj
-from linrnn.impls.config import KINDS, mixer_config, modes
+from linrnn.impls.config import RECURRENT_KINDS, mixer_config, modes
 from linrnn.impls.init import init
 from linrnn.impls.torch import MIXERS as TORCH_MIXERS
 
 B, L, H, N = 2, 13, 4, 4           # L odd and not a power of two: the chunked scans and FFTs see a ragged end
-ALL_KINDS = KINDS + ("attention",)
+ALL_KINDS = RECURRENT_KINDS + ("attention",)
 
 
 def routes(backend: str):

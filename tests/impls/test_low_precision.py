@@ -29,7 +29,7 @@ import torch
 from linrnn.impls import backends
 from linrnn.impls import jax as lj
 from linrnn.impls.bundle import RECURRENCE_KEYS
-from linrnn.impls.config import KINDS, LOW_DTYPES, ModelConfig, mixer_config, modes
+from linrnn.impls.config import RECURRENT_KINDS, LOW_DTYPES, ModelConfig, mixer_config, modes
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
@@ -37,7 +37,7 @@ from linrnn.impls.tolerance import assert_close, tolerance
 from linrnn.impls.torch import from_bundle
 
 B, L, H, N = 2, 64, 4, 4
-ALL_KINDS = KINDS + ("attention",)
+ALL_KINDS = RECURRENT_KINDS + ("attention",)
 SLOW = {"rotrnn": {"gamma_min": 0.99, "gamma_max": 0.999}, "lru": {"r_min": 0.99, "r_max": 0.999},
         "dlr": {"dt_min": 2e-4, "dt_max": 2e-3}, "s4d": {"dt_min": 2e-3, "dt_max": 2e-2},
         "s5": {"dt_min": 2e-3, "dt_max": 2e-2}, "attention": {}}

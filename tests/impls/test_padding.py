@@ -18,7 +18,7 @@ import torch
 
 from linrnn.impls import backends
 from linrnn.impls import jax as lj
-from linrnn.impls.config import KINDS, ModelConfig, mixer_config, modes
+from linrnn.impls.config import RECURRENT_KINDS, ModelConfig, mixer_config, modes
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
@@ -70,7 +70,7 @@ def routes(kind: str, bidirectional: bool):
 
 
 @pytest.mark.parametrize("bidirectional", [False, True])
-@pytest.mark.parametrize("kind", KINDS + ("attention",))
+@pytest.mark.parametrize("kind", RECURRENT_KINDS + ("attention",))
 def test_a_padded_row_gives_the_row_alone_in_every_backend(kind, bidirectional):
     """Every mode of every backend against the reference's row alone (the command line test above compares each
     backend with itself)."""
@@ -98,7 +98,7 @@ def each_alone(cfg, bundle, u: np.ndarray, segments: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("bidirectional", [False, True])
-@pytest.mark.parametrize("kind", KINDS + ("attention",))
+@pytest.mark.parametrize("kind", RECURRENT_KINDS + ("attention",))
 def test_every_mode_of_every_backend_runs_rows_and_segments_alone(kind, bidirectional):
     """A layer with `lengths` (row 0: 5 of 8 positions) and with `segments` against the reference on each row's valid
     part and on each segment alone, in every mode of every backend (a bidirectional layer has no `step`)."""

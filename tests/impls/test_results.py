@@ -36,9 +36,9 @@ def sample(kind: type[results.Record]) -> results.Record:
     return kind(**values, envelope=ENVELOPE)
 
 
-@pytest.mark.parametrize("name", sorted(results.KINDS))
+@pytest.mark.parametrize("name", sorted(results.RECORD_TYPES))
 def test_every_kind_reads_back_as_it_was_written(tmp_path, name):
-    kind = results.KINDS[name]
+    kind = results.RECORD_TYPES[name]
     record = sample(kind)
     path = results.write(tmp_path / f"{name}.json", record)
     raw = json.loads(path.read_text())

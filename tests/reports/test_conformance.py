@@ -15,7 +15,7 @@ import re
 
 from markupsafe import escape
 
-from linrnn.impls.config import KINDS
+from linrnn.impls.config import RECURRENT_KINDS
 from linrnn.reports.render import render
 from linrnn.reports.results import read_results, write_result
 from linrnn.reports.sections import conformance as section
@@ -53,9 +53,10 @@ def block(html: str, target: str, kind: str) -> str:
 def test_every_target_and_check_is_on_the_page(tmp_path):
     data, html = build(tmp_path)
     runs = {(r["target"], r["model"]): r for r in data["runs"]}
-    assert set(runs) == set(FINDINGS) | {("linrnn-torch", k) for k in KINDS} | OWN_SCANS   # quick: no linrnn-jax
+    torch_runs = {("linrnn-torch", k) for k in RECURRENT_KINDS}
+    assert set(runs) == set(FINDINGS) | torch_runs | OWN_SCANS   # quick: no linrnn-jax
     assert "Quick run: <code>linrnn-jax</code> left out (JAX compiles" in html
-    for kind in KINDS:
+    for kind in RECURRENT_KINDS:
         own = block(html, "linrnn-torch", kind)
         assert runs["linrnn-torch", kind]["result"]["conforms"] and ">conforms</span>" in own
         rows = re.findall(r"<tr><td>([^<]+)</td><td>(float\d\d)</td><td>(.*?)</td>", own)

@@ -18,7 +18,7 @@ import pytest
 
 from linrnn.impls import results
 from linrnn.verify import conform
-from linrnn.impls.config import KINDS, config_from_dict, config_to_dict
+from linrnn.impls.config import RECURRENT_KINDS, config_from_dict, config_to_dict
 from linrnn.impls.reference import apply_mixer
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "conform.md"
@@ -110,7 +110,7 @@ def backward_causal(cfg, p, u, state):
     return y_uni + backward[:, ::-1], None
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", RECURRENT_KINDS)
 @pytest.mark.parametrize("bug, key", [
     (dense_D, "dense_D"), (state_dropped, "state_not_carried"), (state_batch0, "state_batch0"),
     (forward_only, "backward_missing"), (backward_causal, "backward_not_anticausal"),
@@ -299,7 +299,7 @@ def test_the_projects_layers_pass_the_very_long_check():
 
 # -- the project's own layers ------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", RECURRENT_KINDS)
 def test_the_projects_torch_layers_conform(kind):
     pytest.importorskip("torch")
     result = conform.run("linrnn-torch", kind)
