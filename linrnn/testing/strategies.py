@@ -3,7 +3,7 @@
     configs(kind, **fixed)              a layer config of `kind` at a small size, each discrete choice of the
                                         contract drawn (S5 discretization and blocks, RotRNN heads, ...)
     bundles(kind, *, radius=None, config=None)    a validated `Bundle` from the paper's initialisation;
-                                        radius=(low, high) draws the decays' |lambda| in that range
+                                        radius=(low, high): every |lambda| set to one r drawn in that range
     inputs(shape, dtype="float64")      a finite array of `shape` (ints or strategies), entries in [-1, 1]
     lengths(batch, length)              (B,) valid lengths in [1, L] for padded rows
     segments(length, batch=1)           (B, L) segment ids of packed sequences (a new id where one starts)
@@ -19,6 +19,7 @@ import math
 from typing import Any
 
 import numpy as np
+from hypothesis import reject
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -26,13 +27,6 @@ from linrnn.impls.errors import LinrnnError
 
 MAX_D_MODEL = 6      # sizes drawn: small, so that a property runs many examples quickly
 MAX_HALF_STATE = 3   # d_state = 2 * k (even: RotRNN's 2x2 blocks, S5's blocks divide it)
-
-# the decay fields of each kind's config: (low field, high field, how |lambda| maps onto them)
-#   'radius': the fields are |lambda| itself; 'step': a step Delta with |lambda| = exp(-Delta / 2) (DLR; S4D's and
-#   S5's initial Re(A) = -1/2, so |lambda| = exp(-Delta / 2) there too under the zero-order hold)
-DECAY_FIELDS = {"gamma_min": ("gamma_min", "gamma_max", "radius"), "r_min": ("r_min", "r_max", "radius"),
-                "dt_min": ("dt_min", "dt_max", "step")}
-
 
 def _kinds() -> dict[str, type]:
     from linrnn.impls.config import MIXER_CONFIGS
@@ -87,37 +81,56 @@ def configs(kind: str, **fixed) -> st.SearchStrategy:
     return _config(kind, dict(fixed))
 
 
-def _decay_fields(config, radius: tuple[float, float]) -> dict[str, float]:
-    low, high = radius
+def _check_range(radius) -> tuple[float, float]:
+    try:
+        low, high = (float(r) for r in radius)
+    except (TypeError, ValueError):
+        low = high = math.nan
     if not (0.0 < low <= high < 1.0):
         raise LinrnnError(f"radius: expected (low, high) with 0 < low <= high < 1, found {radius!r}")
-    for first, (lo_name, hi_name, how) in DECAY_FIELDS.items():
-        if hasattr(config, first):
-            if how == "radius":
-                return {lo_name: low, hi_name: high}
-            return {lo_name: -2.0 * math.log(high), hi_name: -2.0 * math.log(low)}   # |lambda| = exp(-Delta / 2)
-    raise LinrnnError(f"radius: a {config.kind} config has no decay fields (expected one of {', '.join(DECAY_FIELDS)})")
+    return low, high
+
+
+def _with_radius(bundle, r: float):
+    """`bundle` with every eigenvalue's modulus r, phases kept, through its model's own `ModelSpec.with_radius`
+    (the registry's: no field names here); a model without eigenvalues is a one-line error."""
+    from linrnn.impls.specs import spec
+    place = spec(bundle.config.kind).with_radius
+    if place is None:
+        raise LinrnnError(f"radius: {bundle.config.kind} has no eigenvalues to place (its spec has no "
+                          f"with_radius)")
+    return bundle.replace(**place(bundle.config, bundle.params, r))
 
 
 @st.composite
 def _bundle(draw, kind, radius, config):
     from linrnn.impls.init import init
     cfg = draw(configs(kind) if config is None else _as_strategy(config))
-    if radius is not None:
-        low, high = draw(_as_strategy(radius))
-        cfg = dataclasses.replace(cfg, **_decay_fields(cfg, (low, high)))
-    seed = draw(st.integers(0, 2**32 - 1))
-    return init(cfg, seed)
+    bundle = init(cfg, draw(st.integers(0, 2**32 - 1)))
+    if radius is None:
+        return bundle
+    low, high = _check_range(draw(_as_strategy(radius)))
+    r = draw(st.floats(low, high))
+    try:
+        return _with_radius(bundle, r)
+    except LinrnnError:
+        if isinstance(config, type(cfg)):     # the caller's own config: its error, not a silent skip
+            raise
+        reject()                              # a drawn variant the model cannot place (S5's bilinear rule)
 
 
 def bundles(kind: str, *, radius=None, config=None) -> st.SearchStrategy:
     """A layer `Bundle` of `kind` (`linrnn.impls.bundle.Bundle`: `.config`, `.params`) from the paper's
     initialisation with a drawn seed. config: a config or a strategy of them (default `configs(kind)`); radius:
-    (low, high) or a strategy of pairs, the decays' |lambda| drawn in that range."""
+    (low, high) or a strategy of pairs: every eigenvalue's |lambda| set to one r drawn in that range, phases kept,
+    by the model's `ModelSpec.with_radius` (drawn configs it cannot place, S5's bilinear ones, are not drawn)."""
     if kind not in _kinds():
         raise LinrnnError(f"kind: expected one of {', '.join(_kinds())}, found {kind!r}")
     if radius is not None and not isinstance(radius, st.SearchStrategy):
-        _decay_fields(_kinds()[kind](), tuple(radius))      # a bad range is an error here, not mid-test
+        _check_range(radius)                                 # a bad range is an error here, not mid-test
+        from linrnn.impls.specs import spec
+        if spec(kind).with_radius is None:
+            raise LinrnnError(f"radius: {kind} has no eigenvalues to place (its spec has no with_radius)")
     return _bundle(kind, radius, config)
 
 

@@ -13,12 +13,15 @@ import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from linrnn.cli import main
 from linrnn.experiments import precision_map
 from linrnn.impls import specs
-from linrnn.verify import conform, crosscheck
+from linrnn.experiments import gpucheck
+from linrnn.impls import config
+from linrnn.verify import bench, conform, crosscheck
 from linrnn.impls.config import MIXER_CONFIGS, config_from_dict, config_to_dict, mixer_config
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
@@ -64,6 +67,38 @@ def test_the_registry_lists_it_everywhere(toy):
     for other in ("gamma_min", "r_max", "dt_min"):                # RotRNN's, the LRU's, DLR's: none is the toy's
         with pytest.raises(LinrnnError, match="unknown field"):
             mixer_config("toy", 3, 4, **{other: 0.5})
+
+
+def _views() -> dict[str, object]:
+    """Every table of model kinds above the registry, each read when used (imported before the toy registered)."""
+    return {"specs.KINDS": specs.KINDS, "specs.RECURRENT_KINDS": specs.RECURRENT_KINDS,
+            "config.KINDS": config.KINDS, "config.RECURRENT_KINDS": config.RECURRENT_KINDS,
+            "crosscheck.Selection().kinds": crosscheck.Selection().kinds, "conform.models()": conform.models(),
+            "bench.RECURRENT_KINDS": bench.RECURRENT_KINDS,
+            "gpucheck's full profile": gpucheck.PROFILES["full"]["crosscheck_kinds"],
+            "gpucheck's quick profile": gpucheck.PROFILES["quick"]["crosscheck_kinds"]}
+
+
+def test_every_table_of_kinds_follows_the_registry_both_ways(toy):
+    assert {name for name, kinds in _views().items() if "toy" not in kinds} == set()
+    assert specs.KINDS == specs.kinds() and specs.KINDS[-1] == "toy" and len(specs.KINDS) == len(specs.SPECS)
+    assert specs.KINDS + ("x",) == specs.kinds() + ("x",)
+    assert ("x",) + specs.RECURRENT_KINDS == ("x", *specs.recurrent_kinds())
+    hypothesis = pytest.importorskip("hypothesis")
+    from linrnn.testing import spectral_radius, strategies
+    bundle = hypothesis.find(strategies.bundles("toy", radius=(0.2, 0.3)), lambda b: True)
+    decays = np.exp(-np.exp(bundle.params["log_decay"]))   # its init draws them apart in [0.5, 0.99]: all moved to r
+    assert bundle.config.kind == "toy" and np.ptp(decays) < 1e-12 and 0.2 - 1e-12 <= decays[0] <= 0.3 + 1e-12
+    assert spectral_radius(bundle) == pytest.approx(decays[0], abs=1e-12)
+    spec = specs.spec("toy")
+    specs.unregister("toy")
+    try:
+        assert {name for name, kinds in _views().items() if "toy" in kinds} == set()
+        assert "toy" not in specs.KINDS and specs.KINDS == specs.BUILTIN
+        with pytest.raises(LinrnnError, match=r"^kind: expected one of rotrnn, .*, found 'toy'$"):
+            strategies.bundles("toy", radius=(0.2, 0.3))
+    finally:
+        specs.register(spec)
 
 
 def test_the_crosscheck_picks_it_up(toy):
