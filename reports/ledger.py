@@ -42,7 +42,7 @@ Records = dict[str, list[dict[str, Any]]]   # section name -> its results record
 
 REPORT_COMMAND = "linrnn report --out DIR"   # recomputes every section (add --quick for the small sizes)
 # what a part's `test` is when it is not a statistical test
-KINDS_OF_TEST = ("derivation", "numeric", "structure")
+NON_STATISTICAL_TESTS = ("derivation", "numeric", "structure")
 _num = num
 
 
@@ -256,8 +256,28 @@ EXPERIMENT_SHAPE = {"stored": [{"experiment": str, "quick": bool, "complete": bo
                                 "runs": [dict]}]}
 
 
-def _experiment(name: str, settle: Callable[[dict], list[Part]]) -> Source:
-    """Evidence from the stored record of `linrnn experiment NAME`; none stored: not run here, with the command."""
+def _missing(stored: dict, plan, only: dict) -> list[str]:
+    """The runs of the experiment's plan (`plan`: its `Experiment`) whose labels match `only` that the record lacks."""
+    have = {run.get("name") for run in stored["runs"]}
+    return [job.name for job in plan.all_jobs(stored["quick"])
+            if all(str(job.labels.get(k)) == str(v) for k, v in only.items()) and job.name not in have]
+
+
+def _interrupted(stored: dict, plan, only: dict | None) -> str | None:
+    """Why the record cannot decide the claim yet, or None: the whole record's runs (`only` None), or only the runs the
+    claim reads (an experiment of two claims: one claim's runs may all be there while the other's are not)."""
+    if only is None:
+        return None if stored["complete"] else "the experiment was interrupted before its last run"
+    missing = _missing(stored, plan, only)
+    if not missing:
+        return None
+    return (f"{len(missing)} of the runs this claim reads ({', '.join(f'{k} {v}' for k, v in only.items())}) are not "
+            f"in the record yet (e.g. {missing[0]})")
+
+
+def _experiment(name: str, settle: Callable[[dict], list[Part]], plan=None, only: dict | None = None) -> Source:
+    """Evidence from the stored record of `linrnn experiment NAME`; none stored: not run here, with the command.
+    `only`: the labels of the runs the claim reads, judged complete against `plan` (the experiment's jobs)."""
     source = f"experiment ({name})"
     command = f"linrnn experiment {name} --data DIR"
 
@@ -269,9 +289,9 @@ def _experiment(name: str, settle: Callable[[dict], list[Part]]) -> Source:
         parts = []
         for stored in full:
             found = settle(stored)
-            if not stored["complete"]:
-                found = [replace(p, verdict="inconclusive", evidence="the experiment was interrupted before its last "
-                                 "run; " + p.evidence, power=p.power or {
+            why = _interrupted(stored, plan, only)
+            if why:
+                found = [replace(p, verdict="inconclusive", evidence=f"{why}; " + p.evidence, power=p.power or {
                                      "seeds_per_arm": None, "cpu_hours": None,
                                      "assumption": f"the experiment's remaining runs: `{command}` trains only what is "
                                                    "missing"}) for p in found]
@@ -297,8 +317,8 @@ D5_EXPERIMENT = _experiment("subtrees-segmentation", subtrees_segmentation.settl
 D4_EXPERIMENT = _experiment("synthetic-tasks", synthetic_tasks.settle_d4_experiment)
 D2_EXPERIMENT = _experiment("long-shift", long_shift.settle_d2_experiment)
 R8_EXPERIMENT = _experiment("norms-listops", norms_listops.settle_r8_listops)
-R7_EXPERIMENT = _experiment("speech", speech.settle_r7)
-D6_EXPERIMENT = _experiment("speech", speech.settle_d6)
+R7_EXPERIMENT = _experiment("speech", speech.settle_r7, speech.EXPERIMENT, only={"task": "sc35"})
+D6_EXPERIMENT = _experiment("speech", speech.settle_d6, speech.EXPERIMENT, only={"task": "sc10"})
 
 
 # -- claims that cannot be settled here ---------------------------------------------------------

@@ -371,3 +371,21 @@ def test_ledger_json_has_every_field_of_every_part_null_where_it_does_not_apply(
     import json
 
     json.dumps(claims, allow_nan=False)          # valid JSON: no NaN anywhere
+
+
+def test_a_claim_of_a_two_claim_experiment_waits_only_for_its_own_runs():
+    """speech holds R7 (SC35) and D6 (SC10): with every SC10 run in the record and SC35 runs still missing, D6's parts
+    are judged and R7's say which of their runs are missing; a record's own `complete` flag gates the rest."""
+    from types import SimpleNamespace
+
+    from linrnn.reports.ledger import _interrupted
+
+    jobs = [SimpleNamespace(name=f"{t}-{m}-{s}", labels={"task": t, "model": m, "seed": s})
+            for t in ("sc10", "sc35") for m in ("dlr", "lru") for s in range(3)]
+    plan = SimpleNamespace(all_jobs=lambda quick: jobs)
+    stored = {"quick": False, "complete": False, "runs": [{"name": j.name} for j in jobs[:-2]]}
+    assert _interrupted(stored, plan, {"task": "sc10"}) is None
+    assert _interrupted(stored, plan, {"task": "sc35"}).startswith("2 of the runs this claim reads (task sc35)")
+    assert "sc35-lru-1" in _interrupted(stored, plan, {"task": "sc35"})
+    assert _interrupted(stored, plan, None) == "the experiment was interrupted before its last run"
+    assert _interrupted({**stored, "complete": True}, plan, None) is None
