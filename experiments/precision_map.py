@@ -25,7 +25,7 @@ Measured, each as the normwise relative error max|got - ref| / max|ref| (`linrnn
 
 In a low dtype the layer runs under the policy (inputs, projection weights and outputs in the low dtype, the
 recurrence in float32); a kernel, which takes float32 only, gets v and g rounded to the low dtype (its input under the
-policy) and returns float32 states. Each cell also records the tolerance table's row (`tolerance`, kind `forward` or
+policy) and returns float32 states. Each cell also records the tolerance table's row (`tolerance`, the row `forward` or
 `gradient`); a cell above it is a finding.
 
 Sizes: `default` L = 2^4, 2^8, 2^12 at r = 0.9, 0.99, 0.999, 0.9999, and L = 2^16 at r = 0.9999 only (`long`): one

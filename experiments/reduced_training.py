@@ -291,7 +291,7 @@ def run_command(args: argparse.Namespace, command: str) -> int:
         write(out, ReducedTrainingRecord(runs=[rows[r.name] for r in RUNS if r.name in rows],
                                          envelope=Envelope.here(command)))
 
-    progress = not args.quiet and executor.kind == "serial"
+    progress = not args.quiet and executor.name == "serial"
     jobs = [sweep.SweepJob(run.name, runs_root / run.name, run_one, (run, data_root, runs_root, progress),
                            {"reduced_training": run.name, "config": run.config, "data": {
                                "generator": run.data.generator, "options": run.data.options}})

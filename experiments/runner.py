@@ -372,7 +372,7 @@ def run(experiment: Experiment, quick: bool, data_root: Path, runs_root: Path, o
     # bars only where it runs in this process
     sweep = [SweepJob(j.name, runs_dir / j.name, job_rows,
                       (_one_run if "control" in j.labels else (experiment.run_job or _one_run), j, data_root, runs_dir,
-                       progress and executor.kind == "serial"), job_key(experiment, j))
+                       progress and executor.name == "serial"), job_key(experiment, j))
              for j in jobs if j.name not in rows]
     run_jobs(sweep, executor, gathered, folder=runs_dir)
     return record

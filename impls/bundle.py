@@ -1,6 +1,6 @@
 """The framework-neutral parameter bundle: float64 NumPy arrays plus a config, stored as `.npz`.
 
-Two kinds of bundle (docs/models.md, "Bundle conventions"):
+Two levels of bundle (docs/models.md, "Bundle conventions"):
 
 * a **layer bundle** holds one mixer; its keys are exactly those of the mixer's table in docs/models.md
   (`M`, `theta`, `gamma_log`, `B`, `C`, `D`, ...);
@@ -12,7 +12,7 @@ the exact key set, every shape, the dtype (float64), finiteness and the schema v
 matched or cast silently; every error names the key, what was expected and what was found.
 
 The `.npz` file holds the arrays under their keys and one extra entry, `__meta__`: a JSON string with
-`schema_version`, the bundle kind and the full config. It loads without pickle.
+`schema_version`, the bundle's level (`"bundle"`: layer or model) and the full config. It loads without pickle.
 """
 
 from __future__ import annotations
@@ -47,10 +47,14 @@ def is_recurrence_key(key: str, config: Config) -> bool:
     The mixer's kind decides (`config` is the bundle's, a layer or a model config): `B_re` is a recurrence
     parameter of S5 and an ordinary weight of the LRU.
     """
-    kind = config.mixer.kind if isinstance(config, ModelConfig) else config.kind
     parts = key.split(".")
     in_mixer = len(parts) == 1 or (len(parts) >= 2 and parts[-2] == "mixer")
-    return in_mixer and parts[-1] in RECURRENCE_KEYS[kind]
+    return in_mixer and parts[-1] in RECURRENCE_KEYS[mixer_kind(config)]
+
+
+def mixer_kind(config: Config) -> str:
+    """The mixer kind of a layer or model config: the mixer's own for a layer, its blocks' mixer's for a model."""
+    return config.mixer.kind if isinstance(config, ModelConfig) else config.kind
 
 
 # ----------------------------------------------------------------------------------------------
@@ -123,9 +127,14 @@ class Bundle:
         object.__setattr__(self, "params", MappingProxyType(frozen))
 
     @property
-    def kind(self) -> str:
-        """'model' for a model bundle, 'layer' for a layer bundle."""
+    def level(self) -> str:
+        """'model' for a model bundle, 'layer' for a layer bundle (the file's `"bundle"` entry)."""
         return "model" if isinstance(self.config, ModelConfig) else "layer"
+
+    @property
+    def mixer_kind(self) -> str:
+        """The kind of its mixer (rotrnn, lru, ...): the layer's own, or that of every block of a model."""
+        return mixer_kind(self.config)
 
     def replace(self, **updates: np.ndarray) -> "Bundle":
         """A new bundle with some arrays replaced (validated again)."""
@@ -144,7 +153,7 @@ class Bundle:
 
     def save(self, path: str | os.PathLike) -> Path:
         path = Path(path)
-        meta = {"schema_version": SCHEMA_VERSION, "bundle": self.kind, "config": config_to_dict(self.config)}
+        meta = {"schema_version": SCHEMA_VERSION, "bundle": self.level, "config": config_to_dict(self.config)}
         try:
             with open(path, "wb") as fh:  # np.savez would silently append '.npz' to other names
                 np.savez(fh, **{META_KEY: np.array(json.dumps(meta))}, **dict(self.params))
@@ -284,7 +293,7 @@ def load(path: str | os.PathLike) -> Bundle:
         bundle = Bundle(config, arrays)
     except LinrnnError as err:
         raise LinrnnError(f"{path}: {err}") from None
-    if meta.get("bundle") != bundle.kind:
-        raise LinrnnError(f"{path}: bundle: expected {bundle.kind!r} for a {config.kind} config, "
+    if meta.get("bundle") != bundle.level:
+        raise LinrnnError(f"{path}: bundle: expected {bundle.level!r} for a {config.kind} config, "
                           f"found {meta.get('bundle')!r}")
     return bundle

@@ -122,7 +122,7 @@ def _params_init(args: argparse.Namespace) -> int:
         config = ModelConfig(mixer=mixer, **model_fields)
     bundle = init(config, args.seed)
     path = bundle.save(args.out)
-    print(f"wrote {bundle.kind} bundle {path} ({config.kind}, {len(bundle.params)} arrays, "
+    print(f"wrote {bundle.level} bundle {path} ({config.kind}, {len(bundle.params)} arrays, "
           f"{sum(a.size for a in bundle.params.values())} parameters, sha256 {bundle.digest()[:12]})")
     return 0
 
@@ -173,7 +173,7 @@ def _apply(args: argparse.Namespace) -> int:
     lengths = read_npy(args.lengths, "lengths") if args.lengths is not None else None
     segments = read_npy(args.segments, "segments") if args.segments is not None else None
     impl = backend(args.backend)
-    allowed = modes(args.backend, bundle.config.mixer.kind if bundle.kind == "model" else bundle.config.kind)
+    allowed = modes(args.backend, bundle.mixer_kind)
     mode = args.mode or allowed[0]
     if mode not in allowed:
         raise LinrnnError(f"--mode: backend {args.backend} has modes {', '.join(allowed)}, found {mode!r}")
@@ -182,10 +182,10 @@ def _apply(args: argparse.Namespace) -> int:
         hint = f"; use --backend {' or '.join(others)}" if others else ""
         raise LinrnnError(f"--dtype: backend {args.backend} computes in {', '.join(impl.DTYPES)}, "
                           f"found {args.dtype!r}{hint}")
-    if bundle.kind == "layer" or bundle.config.vocab_size is None:
-        d = bundle.config.d_model if bundle.kind == "layer" else bundle.config.d_input
+    if bundle.level == "layer" or bundle.config.vocab_size is None:
+        d = bundle.config.d_model if bundle.level == "layer" else bundle.config.d_input
         if inputs.ndim != 3 or inputs.shape[-1] != d:
-            raise LinrnnError(f"--input: expected shape (B, L, {d}) for this {bundle.kind} bundle, "
+            raise LinrnnError(f"--input: expected shape (B, L, {d}) for this {bundle.level} bundle, "
                               f"found {inputs.shape}")
     y = impl.apply_bundle(bundle, inputs, mode=mode, dtype=args.dtype, lengths=lengths, segments=segments)
     y = np.asarray(y).astype(OUTPUT_DTYPES.get(args.dtype, np.float64))     # exact: the values are the dtype's

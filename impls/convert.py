@@ -72,7 +72,7 @@ TWO_PI = 2.0 * np.pi
 def _check_layer(bundle, kind: str, target: str) -> None:
     if not isinstance(bundle, Bundle):
         raise LinrnnError(f"convert: expected a layer bundle, found {type(bundle).__name__}")
-    if bundle.kind != "layer":
+    if bundle.level != "layer":
         raise LinrnnError(f"convert: expected a layer bundle (one mixer), found a model bundle "
                           f"(mixer {bundle.config.mixer.kind}); convert a layer bundle instead")
     found = bundle.config.kind

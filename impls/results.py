@@ -1,11 +1,12 @@
-"""Every results record the project writes or reads: one envelope, one atomic writer, one dataclass per kind.
+"""Every results record the project writes or reads: one envelope, one atomic writer, one dataclass per record type.
 
-A record on disk is one JSON object, the envelope's keys first, then its kind's own fields, all at the top level:
+A record on disk is one JSON object, the envelope's keys first, then its type's own fields, all at the top level
+(the type is stored under the key "kind", the class's `TYPE`):
 
-    {"schema_version": 2, "kind": KIND, "date": ..., "machine": {...}, "libraries": {...},
-     "command": ..., "code_version": ..., <the fields of KIND's dataclass>}
+    {"schema_version": 2, "kind": TYPE, "date": ..., "machine": {...}, "libraries": {...},
+     "command": ..., "code_version": ..., <the fields of TYPE's dataclass>}
 
-The kinds (`RECORD_TYPES`, each a dataclass below, shared by the writer and the reader):
+The record types (`RECORD_TYPES`, each a dataclass below, shared by the writer and the reader):
 
     section          one section of `linrnn report` (and `linrnn gpucheck`'s DIR/gpucheck.json): DIR/<section>.json
     experiment       one empirical experiment (`linrnn experiment NAME`): reports/results/experiment-NAME.json
@@ -23,8 +24,8 @@ The kinds (`RECORD_TYPES`, each a dataclass below, shared by the writer and the 
 `write(path, record)` serialises the whole record first (NumPy scalars to Python, NaN and infinities to the
 strings 'nan', 'inf', '-inf': strict JSON) and only then writes a temporary file beside `path` and renames it
 over `path`: a reader sees the previous record or the new one, never half of one, and a record that does not
-serialise leaves nothing behind. `read(path, Kind)` checks the envelope and every field of the kind (present,
-of its type, no field the kind does not have): a bad file is one `ResultsError` line naming the file and the
+serialise leaves nothing behind. `read(path, Type)` checks the envelope and every field of the type (present,
+of its type, no field the type does not have): a bad file is one `ResultsError` line naming the file and the
 field. This module sits in the lowest layer (impls, framework-neutral), so that every area reads and writes
 through it; it owns the stored-results folder `STORED_DIR` (reports/results/ in a checkout) and the names of
 the files in a run directory.
@@ -49,9 +50,9 @@ SCHEMA_VERSION = 2
 # where a checkout keeps its stored results (experiment records, sweeps, the report's training sections)
 STORED_DIR = Path(__file__).resolve().parents[1] / "reports" / "results"
 SECTIONS_DIR = STORED_DIR / "sections"       # the report's stored training sections (`linrnn report`)
-RUN_RESULTS = "results.json"                 # a run directory's results record (kind 'run')
-NORM_RUN = "norms.json"                      # a norm-study run directory's kept measurement (kind 'norm_run')
-JOB_RESULT = "job.json"                      # a sweep job's directory: what the job returned (kind 'job')
+RUN_RESULTS = "results.json"                 # a run directory's results record (type 'run')
+NORM_RUN = "norms.json"                      # a norm-study run directory's kept measurement (type 'norm_run')
+JOB_RESULT = "job.json"                      # a sweep job's directory: what the job returned (type 'job')
 NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
@@ -92,14 +93,14 @@ ENVELOPE_KEYS = tuple(f.name for f in fields(Envelope))
 
 @dataclass
 class Record:
-    """A kind's fields, then its envelope (None until written: `write` fills in this process's)."""
+    """A record type's fields, then its envelope (None until written: `write` fills in this process's)."""
 
-    KIND: ClassVar[str] = ""
+    TYPE: ClassVar[str] = ""
 
 
 @dataclass
 class SectionRecord(Record):
-    KIND: ClassVar[str] = "section"
+    TYPE: ClassVar[str] = "section"
     section: str
     device: str
     config: dict
@@ -109,7 +110,7 @@ class SectionRecord(Record):
 
 @dataclass
 class ExperimentRecord(Record):
-    KIND: ClassVar[str] = "experiment"
+    TYPE: ClassVar[str] = "experiment"
     experiment: str
     claims: list[str]
     title: str
@@ -132,21 +133,21 @@ class ExperimentRecord(Record):
 
 @dataclass
 class TrainingSpeedRecord(Record):
-    KIND: ClassVar[str] = "training_speed"
+    TYPE: ClassVar[str] = "training_speed"
     sweep: dict
     envelope: Envelope | None = None
 
 
 @dataclass
 class ReducedTrainingRecord(Record):
-    KIND: ClassVar[str] = "reduced_training"
+    TYPE: ClassVar[str] = "reduced_training"
     runs: list
     envelope: Envelope | None = None
 
 
 @dataclass
 class GridRecord(Record):
-    KIND: ClassVar[str] = "grid"
+    TYPE: ClassVar[str] = "grid"
     defaults: dict
     rows: list
     envelope: Envelope | None = None
@@ -154,7 +155,7 @@ class GridRecord(Record):
 
 @dataclass
 class RunRecord(Record):
-    KIND: ClassVar[str] = "run"
+    TYPE: ClassVar[str] = "run"
     config: dict
     bundle_sha256: str
     steps: int
@@ -169,7 +170,7 @@ class RunRecord(Record):
 
 @dataclass
 class NormRunRecord(Record):
-    KIND: ClassVar[str] = "norm_run"
+    TYPE: ClassVar[str] = "norm_run"
     config: dict             # the run's TrainConfig (to_dict): the key a rerun reuses it by
     run: dict                # `linrnn.experiments.normstudy.run`'s measurement
     envelope: Envelope | None = None
@@ -177,7 +178,7 @@ class NormRunRecord(Record):
 
 @dataclass
 class JobRecord(Record):
-    KIND: ClassVar[str] = "job"
+    TYPE: ClassVar[str] = "job"
     name: str                # the job's name in its sweep
     key: dict                # the job's inputs (its config, labels, data): a record with another key is not this job's
     result: list | dict      # what the job returned: an experiment's rows, a grid's or a reduced-scale run's row
@@ -191,26 +192,26 @@ class JobRecord(Record):
 
 @dataclass
 class CrosscheckRecord(Record):
-    KIND: ClassVar[str] = "crosscheck"
+    TYPE: ClassVar[str] = "crosscheck"
     result: dict             # `linrnn.verify.crosscheck.run`'s result: selection, entries, summary, ok
     envelope: Envelope | None = None
 
 
 @dataclass
 class ConformRecord(Record):
-    KIND: ClassVar[str] = "conform"
+    TYPE: ClassVar[str] = "conform"
     result: dict             # `linrnn.verify.conform.run(...).to_dict()`: every check and the deviations
     envelope: Envelope | None = None
 
 
 @dataclass
 class TheoryRecord(Record):
-    KIND: ClassVar[str] = "theory"
+    TYPE: ClassVar[str] = "theory"
     result: dict             # `linrnn.theory.registry.results_payload`: every claim's derivation
     envelope: Envelope | None = None
 
 
-RECORD_TYPES: dict[str, type[Record]] = {k.KIND: k for k in (
+RECORD_TYPES: dict[str, type[Record]] = {k.TYPE: k for k in (
     SectionRecord, ExperimentRecord, TrainingSpeedRecord, ReducedTrainingRecord, GridRecord, RunRecord, NormRunRecord,
     JobRecord, CrosscheckRecord, ConformRecord, TheoryRecord)}
 
@@ -239,7 +240,7 @@ def plain(value: Any) -> Any:
 def to_dict(record: Record) -> dict:
     """The record as it is stored (envelope first); a record without an envelope gets this process's."""
     envelope = record.envelope if record.envelope is not None else Envelope.here()
-    out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "kind": record.KIND}
+    out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "kind": record.TYPE}
     out.update({k: getattr(envelope, k) for k in ENVELOPE_KEYS})
     out.update({f.name: getattr(record, f.name) for f in fields(record) if f.name != "envelope"})
     return out
@@ -253,12 +254,12 @@ def write(path: str | os.PathLike, record: Record) -> Path:
     """`record` to `path`, atomically: serialised in full first, then a temporary file renamed over `path`."""
     path = Path(path)
     if not isinstance(record, Record) or type(record) not in RECORD_TYPES.values():
-        raise ResultsError(f"{path}: expected a record of a kind of linrnn.impls.results, found "
+        raise ResultsError(f"{path}: expected a record of a type of linrnn.impls.results, found "
                            f"{type(record).__name__}")
     try:
         text = dumps(record)
     except (TypeError, ValueError) as err:          # an object JSON cannot hold: nothing is written
-        raise ResultsError(f"{path}: cannot serialise the {record.KIND} record: {err}") from None
+        raise ResultsError(f"{path}: cannot serialise the {record.TYPE} record: {err}") from None
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -273,37 +274,37 @@ def write(path: str | os.PathLike, record: Record) -> Path:
 
 # -- reading ------------------------------------------------------------------------------------------
 
-def _type_name(kind: Any) -> str:
+def _type_name(hint: Any) -> str:
     names = {str: "text", int: "an integer", float: "a number", bool: "true or false", dict: "an object",
              list: "a list", type(None): "null"}
-    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (Union, types.UnionType):
         return " or ".join(_type_name(a) for a in args)
     if origin is list:
         return f"a list of {_type_name(args[0])}"
     if origin is dict:
         return f"an object of {_type_name(args[1])}"
-    return names.get(kind, getattr(kind, "__name__", str(kind)))
+    return names.get(hint, getattr(hint, "__name__", str(hint)))
 
 
-def _fits(value: Any, kind: Any) -> bool:
-    """Whether `value` is of `kind`: str, int, float, bool, dict, list, Any, `X | None`, list[X], dict[str, X]."""
-    origin, args = typing.get_origin(kind), typing.get_args(kind)
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether `value` is of type `hint`: str, int, float, bool, dict, list, Any, `X | None`, list[X], dict[str, X]."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (Union, types.UnionType):
         return any(_fits(value, a) for a in args)
     if origin is list:
         return isinstance(value, list) and all(_fits(v, args[0]) for v in value)
     if origin is dict:
         return isinstance(value, dict) and all(_fits(v, args[1]) for v in value.values())
-    if kind is Any:
+    if hint is Any:
         return True
-    if kind is type(None):
+    if hint is type(None):
         return value is None
-    if kind is float:
+    if hint is float:
         return (isinstance(value, (int, float)) and not isinstance(value, bool)) or value in NON_FINITE
-    if kind is int:
+    if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, kind)
+    return isinstance(value, hint)
 
 
 def _field_types(cls: type) -> dict[str, Any]:
@@ -321,39 +322,39 @@ def _check(raw: dict, cls: type, where: str, skip: tuple[str, ...] = ()) -> dict
             if f.default is MISSING and f.default_factory is MISSING:
                 raise ResultsError(f"{where}: {f.name}: missing")
             continue
-        kind = _field_types(cls)[f.name]
-        if not _fits(raw[f.name], kind):
+        hint = _field_types(cls)[f.name]
+        if not _fits(raw[f.name], hint):
             found = repr(raw[f.name])
-            raise ResultsError(f"{where}: {f.name}: expected {_type_name(kind)}, found "
+            raise ResultsError(f"{where}: {f.name}: expected {_type_name(hint)}, found "
                                f"{found if len(found) <= 60 else found[:57] + '...'}")
         out[f.name] = raw[f.name]
     return out
 
 
-def from_dict(raw: Any, kind: type[Record] | None = None, where: str = "record") -> Record:
-    """A stored record back as its dataclass (of `kind`, or of the kind it names), every field checked."""
+def from_dict(raw: Any, record_type: type[Record] | None = None, where: str = "record") -> Record:
+    """A stored record back as its dataclass (`record_type`, or the type its `"kind"` names), every field checked."""
     if not isinstance(raw, dict):
         raise ResultsError(f"{where}: expected a JSON object, found {type(raw).__name__}")
     version = raw.get("schema_version")
     if version != SCHEMA_VERSION:
         raise ResultsError(f"{where}: schema_version: expected {SCHEMA_VERSION}, found {version!r}")
-    named = raw.get("kind")
-    if kind is None:
+    named = raw.get("kind")                       # the stored key of the record's type
+    if record_type is None:
         if named not in RECORD_TYPES:
             raise ResultsError(f"{where}: kind: expected one of {', '.join(RECORD_TYPES)}, found {named!r}")
-        kind = RECORD_TYPES[named]
-    elif named != kind.KIND:
-        raise ResultsError(f"{where}: kind: expected {kind.KIND!r}, found {named!r}")
-    own = {f.name for f in fields(kind)} - {"envelope"}
+        record_type = RECORD_TYPES[named]
+    elif named != record_type.TYPE:
+        raise ResultsError(f"{where}: kind: expected {record_type.TYPE!r}, found {named!r}")
+    own = {f.name for f in fields(record_type)} - {"envelope"}
     extra = [k for k in raw if k not in own and k not in ENVELOPE_KEYS and k not in ("schema_version", "kind")]
     if extra:
-        raise ResultsError(f"{where}: {extra[0]}: not a field of a {kind.KIND} record")
+        raise ResultsError(f"{where}: {extra[0]}: not a field of a {record_type.TYPE} record")
     envelope = Envelope(**_check(raw, Envelope, where))
-    return kind(**_check(raw, kind, where, skip=("envelope",)), envelope=envelope)
+    return record_type(**_check(raw, record_type, where, skip=("envelope",)), envelope=envelope)
 
 
-def read(path: str | os.PathLike, kind: type[Record] | None = None) -> Record:
-    """The record at `path` (of `kind`, or of whichever kind it names); a bad file is one ResultsError line."""
+def read(path: str | os.PathLike, record_type: type[Record] | None = None) -> Record:
+    """The record at `path` (of `record_type`, or of whichever type it names); a bad file is one ResultsError line."""
     path = Path(path)
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
@@ -361,7 +362,7 @@ def read(path: str | os.PathLike, kind: type[Record] | None = None) -> Record:
         raise ResultsError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ResultsError(f"{path}: unreadable JSON ({err})") from None
-    return from_dict(raw, kind, where=str(path))
+    return from_dict(raw, record_type, where=str(path))
 
 
 def number(value: Any) -> Any:

@@ -5,7 +5,7 @@ entry), reported together with the max-abs error. A normwise measure does not bl
 happen to be near zero, and it is what a user of an oracle wants to know: how far is my output from
 the right one, compared with the size of the right one.
 
-Tolerance: rtol = factor(kind) * eps(dtype) * memory, where
+Tolerance: rtol = factor(row) * eps(dtype) * memory, where
 
     memory = min(L, 1 / (1 - r))        r = the largest |eigenvalue| (RotRNN: gamma; LRU, DLR: |lambda|)
 
@@ -14,7 +14,7 @@ over a kernel, adds one rounding error per contributing step, so the worst-case 
 linearly in that number (Higham, "Accuracy and Stability of Numerical Algorithms", ch. 3 and 8), and
 it is the same for a sequential scan, a tree scan, or a long convolution sum up to the constant. The
 factors cover the constant (a few roundings per step, the products with B and C around the scan, an
-FFT's log L): they are fixed per kind, never per test.
+FFT's log L): they are fixed per row, never per test.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# kind -> (factor, why)
+# row -> (factor, why)
 FACTORS: dict[str, tuple[float, str]] = {
     "forward": (32.0, "outputs of two implementations or views of one layer or model: a few roundings per "
                       "contributing step in the scan or kernel sum, plus the projections B u and C x"),
@@ -50,9 +50,9 @@ LOW = ("bfloat16", "float16")
 # The low dtypes' rows. Under the policy only the operands and results of the projections are in the low dtype; the
 # recurrence (state, scan, kernel, FFT) is float32. So a low-dtype error does not grow with the memory: it is a fixed
 # number of roundings, each at most the unit roundoff eps / 2, relative to the summands they round, and the bound is
-#     rtol = factor(kind) * eps(low) * depth  +  the float32 row of the same kind (the recurrence's own error)
+#     rtol = factor(row) * eps(low) * depth  +  the float32 row of the same name (the recurrence's own error)
 # depth is 1 for a layer, n_layers + 1 for a model (each block, and the encoder with the decoder, one layer's worth).
-# kind -> (factor, why)
+# row -> (factor, why)
 LOW_FACTORS: dict[str, tuple[float, str]] = {
     "forward": (4.0, ("a layer's output: the input, the input projection's weights (B, W_in), the read-out's (C, W_out) "
                      "and D each rounded once, and the output once: 4 roundings of eps/2 = 2 eps of the summands, and "
@@ -85,21 +85,22 @@ def basis_scale(M) -> float:
     return float(M.shape[-1] * max(1.0, float(np.max(np.linalg.norm(S, ord=2, axis=(-2, -1))))))
 
 
-def tolerance(kind: str, dtype: str, length: int = 1, max_abs_eigenvalue: float = 0.0,
+def tolerance(row: str, dtype: str, length: int = 1, max_abs_eigenvalue: float = 0.0,
               basis: float = 0.0, depth: int = 1) -> Tolerance:
-    """The tolerance for comparing two computations of one quantity of `kind` in `dtype`.
+    """The tolerance for comparing two computations of one quantity in `dtype`, by the table's `row` (forward,
+    state, gradient, identity; in a low dtype forward, gradient, model).
 
     `basis`: `basis_scale(M)` when the compared quantity crossed RotRNN's rotated basis (a state passed in
     or out of an implementation that holds z = P^T x, or outputs computed from such a state); 0 otherwise.
-    `depth`: the low dtypes' kind 'model' only: n_layers + 1 (LOW_FACTORS).
+    `depth`: the low dtypes' row 'model' only: n_layers + 1 (LOW_FACTORS).
     """
     if dtype in LOW:
-        return low_tolerance(kind, dtype, length, max_abs_eigenvalue, basis, depth)
-    if kind not in FACTORS:
-        raise KeyError(f"unknown comparison kind {kind!r}; expected one of {', '.join(FACTORS)}")
+        return low_tolerance(row, dtype, length, max_abs_eigenvalue, basis, depth)
+    if row not in FACTORS:
+        raise KeyError(f"unknown tolerance row {row!r}; expected one of {', '.join(FACTORS)}")
     if dtype not in EPS:
         raise KeyError(f"unknown dtype {dtype!r}; expected one of {', '.join(EPS)}")
-    factor, why = FACTORS[kind]
+    factor, why = FACTORS[row]
     m = memory(length, max_abs_eigenvalue)
     why = f"{factor:g} x eps({dtype}) x memory {m:.4g} (L={length}, r={max_abs_eigenvalue:.6g}): {why}"
     if basis < 0:
@@ -110,15 +111,15 @@ def tolerance(kind: str, dtype: str, length: int = 1, max_abs_eigenvalue: float 
                      f"{why}; + {BASIS[0]:g} x eps({dtype}) x basis {basis:.4g}: {BASIS[1]}")
 
 
-def low_tolerance(kind: str, dtype: str, length: int = 1, max_abs_eigenvalue: float = 0.0, basis: float = 0.0,
+def low_tolerance(row: str, dtype: str, length: int = 1, max_abs_eigenvalue: float = 0.0, basis: float = 0.0,
                   depth: int = 1) -> Tolerance:
-    """A low dtype's row: factor(kind) * eps(low) * depth + the float32 row (LOW_FACTORS)."""
-    if kind not in LOW_FACTORS:
-        raise KeyError(f"unknown comparison kind {kind!r} for {dtype}; expected one of {', '.join(LOW_FACTORS)}")
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1 or (depth > 1 and kind != "model"):
-        raise ValueError(f"depth: expected a positive integer, above 1 only for kind 'model', found {depth!r}")
-    factor, why = LOW_FACTORS[kind]
-    inner = tolerance("forward" if kind == "model" else kind, "float32", length, max_abs_eigenvalue, basis)
+    """A low dtype's row: factor(row) * eps(low) * depth + the float32 row (LOW_FACTORS)."""
+    if row not in LOW_FACTORS:
+        raise KeyError(f"unknown tolerance row {row!r} for {dtype}; expected one of {', '.join(LOW_FACTORS)}")
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1 or (depth > 1 and row != "model"):
+        raise ValueError(f"depth: expected a positive integer, above 1 only for row 'model', found {depth!r}")
+    factor, why = LOW_FACTORS[row]
+    inner = tolerance("forward" if row == "model" else row, "float32", length, max_abs_eigenvalue, basis)
     return Tolerance(factor * EPS[dtype] * depth + inner.rtol,
                      f"{factor:g} x eps({dtype}) x depth {depth}: {why}; + the float32 recurrence: {inner.why}")
 
@@ -138,7 +139,7 @@ class Comparison:
                 f"tolerance {self.rtol:.3e} [{self.why}]")
 
 
-def compare(name: str, ref, got, kind: str, dtype: str, length: int = 1,
+def compare(name: str, ref, got, row: str, dtype: str, length: int = 1,
             max_abs_eigenvalue: float = 0.0, scale: float | None = None, basis: float = 0.0,
             depth: int = 1) -> Comparison:
     """Compare `got` with `ref` (any array-likes of one shape); NaN/Inf in either fails first.
@@ -149,7 +150,7 @@ def compare(name: str, ref, got, kind: str, dtype: str, length: int = 1,
     """
     ref = np.asarray(ref)
     got = np.asarray(got)
-    tol = tolerance(kind, dtype, length, max_abs_eigenvalue, basis, depth)
+    tol = tolerance(row, dtype, length, max_abs_eigenvalue, basis, depth)
     if ref.shape != got.shape:
         return Comparison(name, np.inf, np.inf, tol.rtol, False, f"shape {got.shape} != reference {ref.shape}")
     for label, arr in (("reference", ref), ("result", got)):
@@ -164,11 +165,11 @@ def compare(name: str, ref, got, kind: str, dtype: str, length: int = 1,
     return Comparison(name, max_abs, rel, tol.rtol, rel <= tol.rtol, tol.why)
 
 
-def assert_close(name: str, ref, got, kind: str, dtype: str, length: int = 1,
+def assert_close(name: str, ref, got, row: str, dtype: str, length: int = 1,
                  max_abs_eigenvalue: float = 0.0, scale: float | None = None, basis: float = 0.0,
                  depth: int = 1) -> Comparison:
     """`compare`, raising AssertionError (with both errors and the reason for the tolerance) on failure."""
-    result = compare(name, ref, got, kind, dtype, length, max_abs_eigenvalue, scale, basis, depth)
+    result = compare(name, ref, got, row, dtype, length, max_abs_eigenvalue, scale, basis, depth)
     if not result.ok:
         raise AssertionError(str(result))
     return result
@@ -239,7 +240,7 @@ SCALED: dict[tuple[str, str], ScaledTolerance] = {
         2.0,
         "a derivative against the central difference D(h) = (g(p + h d) - g(p - h d)) / 2h of the computed g: "
         "D(h)'s truncation error (c h^2 + O(h^4)) is estimated by Richardson from D(2h), |D(2h) - D(h)| / 3, "
-        "and its rounding is at most the gradient kind's error of g divided by h: scale = |D(2h) - D(h)| / eps "
+        "and its rounding is at most the gradient row's error of g divided by h: scale = |D(2h) - D(h)| / eps "
         "+ 128 memory max|g| / h (`central_difference_scale`); the factor 2 leaves 6 times the truncation "
         "estimate, for the O(h^4) term",
     ),
@@ -253,7 +254,7 @@ def central_difference_scale(d_h, d_2h, g_max: float, h: float, memory: float = 
     return spread / eps + FACTORS["gradient"][0] * memory * g_max / h
 
 
-def scaled_tolerance(kind: str, dtype: str, scale: float) -> float:
-    """The allowed error for a comparison of `kind` in `dtype` at the given scale (see SCALED)."""
-    entry = SCALED[(kind, dtype)]
+def scaled_tolerance(row: str, dtype: str, scale: float) -> float:
+    """The allowed error for a comparison by SCALED's `row` in `dtype` at the given scale."""
+    entry = SCALED[(row, dtype)]
     return entry.factor * float(np.finfo(np.dtype(dtype)).eps) * float(scale)

@@ -81,15 +81,15 @@ def _reason(err: ResultsError, path: Path) -> str:
     return text[len(str(path)) + 2:] if text.startswith(f"{path}: ") else text
 
 
-def read_stored(directory: str | os.PathLike, pattern: str, kind: type[results.Record],
+def read_stored(directory: str | os.PathLike, pattern: str, record_type: type[results.Record],
                 check: Callable[[dict], str | None] | None = None) -> tuple[list[tuple[Path, dict]], list[list[str]]]:
-    """The stored records `directory/pattern` (e.g. reports/results/training_speed*.json) of `kind` that read
+    """The stored records `directory/pattern` (e.g. reports/results/training_speed*.json) of `record_type` that read
     (every field checked by `linrnn.impls.results.read`) and pass `check` (which returns the first problem of the
     record's content, or None), in name order, each as its stored dict; and [file, reason] for each of the others."""
     good, skipped = [], []
     for path in sorted(Path(directory).glob(pattern)):
         try:
-            record = results.to_dict(results.read(path, kind))
+            record = results.to_dict(results.read(path, record_type))
         except ResultsError as err:
             skipped.append([path.name, _reason(err, path)])
             continue

@@ -100,13 +100,13 @@ def run_name(config: TrainConfig) -> str:
     return f"{config.task}-{config.model}-{config.backend}-L{config.length}-s{config.seed}"
 
 
-def _check_names(kind: str, names: Iterable[str], valid: Iterable[str]) -> list[str]:
+def _check_names(flag: str, names: Iterable[str], valid: Iterable[str]) -> list[str]:
     names, valid = list(names), list(valid)
     if not names:
-        raise LinrnnError(f"{kind}: expected at least one of {', '.join(valid)}")
+        raise LinrnnError(f"{flag}: expected at least one of {', '.join(valid)}")
     bad = [n for n in names if n not in valid]
     if bad:
-        raise LinrnnError(f"{kind}: expected names from {', '.join(valid)}, found {', '.join(map(repr, bad))}")
+        raise LinrnnError(f"{flag}: expected names from {', '.join(valid)}, found {', '.join(map(repr, bad))}")
     return names
 
 

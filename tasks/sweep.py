@@ -56,7 +56,7 @@ class SweepFailed(LinrnnError):
 
 @dataclass(frozen=True)
 class Executor:
-    kind: str = "serial"                       # one of EXECUTORS
+    name: str = "serial"                       # one of EXECUTORS
     workers: int = 1                           # local: jobs in flight
     retries: int = DEFAULT_RETRIES             # runs of a failed job after its first
     threads: int = DEFAULT_THREADS             # intra-op threads of every job
@@ -73,21 +73,21 @@ def available_cores() -> int:
 
 
 def parse_executor(text: str) -> tuple[str, int]:
-    """'serial' | 'local' | 'local:N' | 'slurm' -> (kind, workers); anything else is a one-line error."""
-    kind, sep, count = text.strip().partition(":")
-    if kind not in EXECUTORS or (sep and kind != "local"):
+    """'serial' | 'local' | 'local:N' | 'slurm' -> (name, workers); anything else is a one-line error."""
+    name, sep, count = text.strip().partition(":")
+    if name not in EXECUTORS or (sep and name != "local"):
         raise LinrnnError(f"--executor: expected serial, local, local:N or slurm, found {text!r}")
-    if kind != "local":
-        return kind, 1
+    if name != "local":
+        return name, 1
     if not sep:
-        return kind, available_cores()
+        return name, available_cores()
     try:
         workers = int(count)
     except ValueError:
         workers = 0
     if workers < 1:
         raise LinrnnError(f"--executor: expected local:N with N a positive integer, found {text!r}")
-    return kind, workers
+    return name, workers
 
 
 def add_arguments(parser: argparse.ArgumentParser, default: str = "local") -> None:
@@ -115,7 +115,7 @@ def add_arguments(parser: argparse.ArgumentParser, default: str = "local") -> No
 
 def from_arguments(args: argparse.Namespace) -> Executor:
     """The executor that `add_arguments`' options describe (checked: one-line errors)."""
-    kind, workers = parse_executor(args.executor)
+    name, workers = parse_executor(args.executor)
     if args.retries < 0:
         raise LinrnnError(f"--retries: expected 0 or more, found {args.retries}")
     if args.threads_per_job < 1:
@@ -123,12 +123,12 @@ def from_arguments(args: argparse.Namespace) -> Executor:
     if not args.checkpoint_minutes > 0:
         raise LinrnnError(f"--checkpoint-minutes: expected a positive number, found {args.checkpoint_minutes}")
     flags = {k[len("slurm_"):]: v for k, v in vars(args).items() if k.startswith("slurm_")}
-    if kind != "slurm" and (args.cluster or any(v is not None for v in flags.values())):
+    if name != "slurm" and (args.cluster or any(v is not None for v in flags.values())):
         raise LinrnnError(f"--cluster and the slurm flags need --executor slurm, found --executor {args.executor}")
     from linrnn.tasks.sweep_slurm import cluster_settings
 
-    cluster = cluster_settings(args.cluster, flags) if kind == "slurm" else {}
-    return Executor(kind, workers, args.retries, args.threads_per_job, 60.0 * args.checkpoint_minutes, cluster,
+    cluster = cluster_settings(args.cluster, flags) if name == "slurm" else {}
+    return Executor(name, workers, args.retries, args.threads_per_job, 60.0 * args.checkpoint_minutes, cluster,
                     progress=not getattr(args, "quiet", False))
 
 
@@ -201,9 +201,9 @@ def run_jobs(jobs: list[SweepJob], executor: Executor, on_result: Callable[[Swee
     progress = Progress(len(jobs), len(jobs) - len(todo), executor.progress)
     if not todo:
         return
-    if executor.kind == "local":
+    if executor.name == "local":
         from linrnn.tasks.sweep_local import run_local as runner
-    elif executor.kind == "slurm":
+    elif executor.name == "slurm":
         from linrnn.tasks.sweep_slurm import run_slurm as runner
     else:
         runner = _run_serial

@@ -48,7 +48,7 @@ def _slurm_ids() -> tuple[str | None, int]:
     return job, int(env.get("SLURM_RESTART_COUNT", "0") or 0)
 
 
-def execute(job: SweepJob, threads: int, kind: str, checkpoint_seconds: float | None) -> None:
+def execute(job: SweepJob, threads: int, executor: str, checkpoint_seconds: float | None) -> None:
     """Run `job` here with `threads` intra-op threads and write its record to JOB_DIR/job.json."""
     from linrnn.impls.results import JOB_RESULT, Envelope, JobRecord, plain, write
     from linrnn.tasks import train as training
@@ -66,9 +66,9 @@ def execute(job: SweepJob, threads: int, kind: str, checkpoint_seconds: float | 
         training.CHECKPOINT_SECONDS = before[1]
     slurm_id, restarts = _slurm_ids()
     write(job.folder / JOB_RESULT, JobRecord(
-        name=job.name, key=plain(job.key), result=plain(result), executor=kind, threads=used, slurm_job_id=slurm_id,
+        name=job.name, key=plain(job.key), result=plain(result), executor=executor, threads=used, slurm_job_id=slurm_id,
         restarts=restarts, seconds=round(time.perf_counter() - tic, 3),
-        envelope=Envelope.here(f"linrnn sweep job {job.name} ({kind})")))
+        envelope=Envelope.here(f"linrnn sweep job {job.name} ({executor})")))
 
 
 def _same_key(a: Any, b: Any) -> bool:

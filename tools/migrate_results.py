@@ -85,7 +85,7 @@ def main(argv: list[str]) -> int:
         for key, value in payload.items():       # the values, compared as JSON (NaN as 'nan')
             if json.dumps(getattr(back, key), sort_keys=True) != json.dumps(results.plain(value), sort_keys=True):
                 raise SystemExit(f"{path}: {key} changed in the migration")
-        print(f"{path}: {record.KIND}, {len(payload)} field(s) carried over unchanged")
+        print(f"{path}: {record.TYPE}, {len(payload)} field(s) carried over unchanged")
     return 0
 
 

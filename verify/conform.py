@@ -404,11 +404,11 @@ def impulses(length: int, at: int = 0) -> np.ndarray:
     return u
 
 
-def float32_level(dtype: str, rel: float, length: int, radius: float, kind: str = "forward",
+def float32_level(dtype: str, rel: float, length: int, radius: float, row: str = "forward",
                   output_dtype=None) -> Diagnosis | None:
     """'computes in float32 only' when a float64 run's error is at the float32 level (within its tolerance)."""
-    tol32 = tolerance(kind, "float32", length, radius).rtol
-    if dtype != "float64" or not (tolerance(kind, "float64", length, radius).rtol < rel <= tol32):
+    tol32 = tolerance(row, "float32", length, radius).rtol
+    if dtype != "float64" or not (tolerance(row, "float64", length, radius).rtol < rel <= tol32):
         return None
     seen = f"; its output has dtype {output_dtype}" if output_dtype == np.float32 else ""
     return Diagnosis("float32_only", f"computes in float32 only: a float64 run's error {rel:.2e} is at the "
@@ -508,8 +508,8 @@ class Battery:
         `linrnn.testing` runs it) sees the inputs it sees in the whole battery."""
         return rng_for(self.seed, check)
 
-    def tol(self, length: int, radius: float | None = None, kind: str = "forward") -> float:
-        return tolerance(kind, self.dtype, length, self.radius if radius is None else radius).rtol
+    def tol(self, length: int, radius: float | None = None, row: str = "forward") -> float:
+        return tolerance(row, self.dtype, length, self.radius if radius is None else radius).rtol
 
     def fit_tol(self, length: int, radius: float) -> float:
         """How closely a probe's hypothesis must fit: the tolerance, or in a float64 run the float32 one (the
@@ -572,7 +572,7 @@ class Battery:
             self.probed[cfg] = [Diagnosis(f.key, f.words) for f in found]
         return self.probed[cfg]
 
-    def level(self, cfg: MixerConfig, rel: float, length: int, radius: float, kind: str = "forward",
+    def level(self, cfg: MixerConfig, rel: float, length: int, radius: float, row: str = "forward",
               output_dtype=None) -> list[Diagnosis]:
         """The cause of an error at rounding level: the zero-order hold's cancellation where the probes find its
         signature (not "float32 only", whose error level it can reach in a float64 run), else the float32 level."""
@@ -580,7 +580,7 @@ class Battery:
         cancel = [d for d in self.discretisation(cfg) if d.key == "expm1"] if small else []
         if cancel:
             return cancel
-        found = float32_level(self.dtype, rel, length, radius, kind, output_dtype)
+        found = float32_level(self.dtype, rel, length, radius, row, output_dtype)
         return [found] if found else []
 
     # -- impulse responses --------------------------------------------------------------------
@@ -1000,11 +1000,11 @@ class Battery:
         if np.shape(grad) != u.shape:
             raise LinrnnError(f"target {self.name}: gradient: expected d<w, y>/du of shape {u.shape}, "
                               f"found {np.shape(grad)}")
-        tol = self.tol(L, kind="gradient")
+        tol = self.tol(L, row="gradient")
         c = self.check(name, rel_error(reference_gradient(self.cfg, self.params, w), grad), tol,
                        f"input gradient of <w, y> by {how}, L = {L}, against the reference's J^T w")
         if c.status == "fail":
-            level = self.level(self.cfg, c.rel, L, self.radius, kind="gradient")
+            level = self.level(self.cfg, c.rel, L, self.radius, row="gradient")
             if level:
                 c.diagnoses = level
             elif self.one(f"random L={L}").status == "fail":

@@ -4,7 +4,7 @@ For random bundles and inputs of several shapes (L = 1, odd L, decays near 1, bi
 backend computes the layer's output y and, for torch and jax, the gradients of the scalar loss
 sum(y * w) (w a fixed random weight) with respect to the input and to every raw parameter of the
 bundle (torch autograd and `jax.vjp`). Each pair of backends is compared with the project's tolerance
-table (outputs: kind 'forward'; gradients: kind 'gradient', each part on its own scale with an absolute
+table (outputs: row 'forward'; gradients: row 'gradient', each part on its own scale with an absolute
 floor for cancellation, see `compare_gradients`; in the lower precision of the pair; with the case's
 length and largest |eigenvalue|). The reference has no gradients: its outputs are compared
 with both frameworks; gradients are compared between torch and jax.

@@ -63,7 +63,7 @@ def apply_bundle(bundle, inputs: np.ndarray, mode: str = MODES[0], dtype: str = 
     lengths (B,): padded rows (a layer, or a model: its mixers and pooling); segments (B L): packed sequences
     (a layer only).
     """
-    layer.check_mode(mode, bundle.config.mixer.kind if bundle.kind == "model" else bundle.config.kind)
+    layer.check_mode(mode, bundle.mixer_kind)
     with precision(dtype):
         return _apply_bundle(bundle, inputs, mode, dtype, lengths, segments)
 
@@ -72,7 +72,7 @@ def _apply_bundle(bundle, inputs: np.ndarray, mode: str, dtype: str, lengths: np
                   segments: np.ndarray | None) -> np.ndarray:
     params = from_bundle(bundle, dtype)
     cfg = bundle.config
-    if bundle.kind == "model":
+    if bundle.level == "model":
         check_layer_only(segments)
         if cfg.vocab_size is not None:
             x = jnp.asarray(check_tokens(inputs, cfg.vocab_size))

@@ -33,7 +33,7 @@ def apply_bundle(bundle, inputs: np.ndarray, mode: str = "sequential", dtype: st
     (a layer only).
     """
     check_dtype(dtype, "reference")
-    if bundle.kind == "model":
+    if bundle.level == "model":
         check_mode(mode, "reference", bundle.config.mixer.kind)
         check_layer_only(segments)
         return forward(bundle, inputs, lengths, mode)

@@ -49,7 +49,7 @@ __all__ = ["Attention", "DLR", "DTYPES", "LRU", "MIXERS", "MODES", "Mixer", "Mod
 
 def from_bundle(bundle: Bundle, dtype: torch.dtype = torch.float64, device=None) -> torch.nn.Module:
     """The module of a layer bundle (any of the six mixers) or of a model bundle (Model), holding its numbers."""
-    if bundle.kind == "model":
+    if bundle.level == "model":
         return Model.from_bundle(bundle, dtype, device)
     return MIXERS[bundle.config.kind].from_bundle(bundle, dtype, device)
 
@@ -63,13 +63,13 @@ def apply_bundle(bundle: Bundle, inputs: np.ndarray, mode: str = MODES[0], dtype
     (a layer only).
     """
     cfg = bundle.config
-    check_mode(mode, "torch", cfg.mixer.kind if bundle.kind == "model" else cfg.kind)
+    check_mode(mode, "torch", bundle.mixer_kind)
     check_dtype(dtype, "torch")
     torch_dtype = getattr(torch, dtype)
     module = from_bundle(bundle, torch_dtype).eval()     # a module starts in training mode: BatchNorm on the batch
     device = next(module.parameters()).device
     with torch.no_grad():
-        if bundle.kind == "model":
+        if bundle.level == "model":
             check_layer_only(segments)
             if cfg.vocab_size is not None:
                 x = torch.tensor(check_tokens(inputs, cfg.vocab_size), device=device)

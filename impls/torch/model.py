@@ -46,12 +46,12 @@ class Norm(nn.Module):
 
     momentum = BATCHNORM_MOMENTUM   # BatchNorm's update of the stored statistics in training mode
 
-    def __init__(self, kind: str, H: int, eps: float, dtype: torch.dtype, device=None):
+    def __init__(self, norm: str, H: int, eps: float, dtype: torch.dtype, device=None):
         super().__init__()
-        self.kind, self.eps = kind, eps
+        self.norm, self.eps = norm, eps
         self.scale = nn.Parameter(torch.ones(H, dtype=dtype, device=device))
         self.bias = nn.Parameter(torch.zeros(H, dtype=dtype, device=device))
-        if kind == "batch":
+        if norm == "batch":
             self.register_buffer("mean", torch.zeros(H, dtype=dtype, device=device))
             self.register_buffer("var", torch.ones(H, dtype=dtype, device=device))
         self.frozen = False   # True while a checkpointed block is recomputed (see `frozen_statistics`)
@@ -69,7 +69,7 @@ class Norm(nn.Module):
 
     def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
         """x (B L H) -> (B L H); valid (B L 1) bool or None: BatchNorm's batch statistics count these positions only"""
-        if self.kind == "layer":
+        if self.norm == "layer":
             return F.layer_norm(x, x.shape[-1:], self.scale, self.bias, self.eps)
         if valid is None or not self.training:
             return F.batch_norm(x.transpose(1, 2), self.mean, self.var, self.scale, self.bias, training=self.training,

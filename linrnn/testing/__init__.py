@@ -2,7 +2,7 @@
 
     from linrnn.testing import assert_close, reference, check_layer, parametrize_with_checks, check_vjp, check_step
 
-    assert_close(actual, expected, *, kind="forward", dtype=None, length=None, max_abs_eigenvalue=None)
+    assert_close(actual, expected, *, row="forward", dtype=None, length=None, max_abs_eigenvalue=None)
         actual first; NumPy, PyTorch or JAX arrays, or dicts of them; the tolerance table's bound
         (docs/precision.md); the message names the worst entry and the bound
     reference(bundle, u, *, mode=None, lengths=None, segments=None, state=None, return_state=False)

@@ -80,7 +80,7 @@ def check_vjp(call, u, *, seed: int = 0, max_abs_eigenvalue: float | None = None
                              f"up to its output), so they do not give its exact Jacobian: {err}") from None
     expected = (flat @ w.reshape(-1)).reshape(u_np.shape)
     try:
-        return assert_close(grad, expected, kind="gradient", dtype=dtype, length=length,
+        return assert_close(grad, expected, row="gradient", dtype=dtype, length=length,
                             max_abs_eigenvalue=max_abs_eigenvalue, name="input gradient")
     except AssertionError as err:
         raise AssertionError(f"check_vjp: the input gradient by autodiff is not J^T w, the adjoint of the call's own "
@@ -123,7 +123,7 @@ def check_step(step_fn, forward_fn, u, *, state=None, max_abs_eigenvalue: float 
     stepped = np.stack(steps, axis=1)
     row = dtype or DTYPE_ROWS.get(got_dtype, "float64")
     try:
-        return assert_close(stepped, whole, kind="forward", dtype=row, length=shape[1],
+        return assert_close(stepped, whole, row="forward", dtype=row, length=shape[1],
                             max_abs_eigenvalue=max_abs_eigenvalue, name="step outputs")
     except AssertionError as err:
         bound = tolerance("forward", row, shape[1], 1.0 if max_abs_eigenvalue is None else max_abs_eigenvalue).rtol

@@ -7,6 +7,7 @@ types' modules and never imported here.
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, Mapping
 
 import numpy as np
@@ -55,12 +56,22 @@ def _row(name: str, where: str) -> str:
     return DTYPE_ROWS[name]
 
 
-def assert_close(actual, expected, *, kind: str = "forward", dtype: str | None = None, length: int | None = None,
-                 max_abs_eigenvalue: float | None = None, name: str = "actual"):
+def _deprecated_kind(row: str, kind: str | None) -> str:
+    """`assert_close`'s `kind=`, the row's former name: it still selects the row, with a DeprecationWarning."""
+    if kind is None:
+        return row
+    warnings.warn("assert_close: kind= is deprecated, pass row= (the tolerance table's row)", DeprecationWarning,
+                  stacklevel=3)
+    return kind
+
+
+def assert_close(actual, expected, *, row: str = "forward", dtype: str | None = None, length: int | None = None,
+                 max_abs_eigenvalue: float | None = None, name: str = "actual", kind: str | None = None):
     """Assert that `actual` is within the tolerance table's bound of `expected` (docs/precision.md).
 
     actual, expected  arrays of one shape (NumPy, PyTorch, JAX), or dicts of them with the same keys
-    kind          the table's row: 'forward' (outputs), 'state', 'gradient' or 'identity'
+    row           the table's row: 'forward' (outputs), 'state', 'gradient' or 'identity' (`kind`, its former
+                  name, still works and warns: DeprecationWarning)
     dtype         the precision `actual` was computed in ('float64', 'float32', 'bfloat16', 'float16'); None:
                   `actual`'s own dtype
     length        the sequence length L behind each entry; None: the second-last axis of a (..., L, H) array
@@ -70,8 +81,9 @@ def assert_close(actual, expected, *, kind: str = "forward", dtype: str | None =
     Returns the `Comparison` (or a dict of them); raises AssertionError naming the worst entry and the bound.
     """
     __tracebackhide__ = True
-    if kind not in TOLERANCE_ROWS:
-        raise LinrnnError(f"kind: expected one of {', '.join(TOLERANCE_ROWS)}, found {kind!r}")
+    row = _deprecated_kind(row, kind)
+    if row not in TOLERANCE_ROWS:
+        raise LinrnnError(f"row: expected one of {', '.join(TOLERANCE_ROWS)}, found {row!r}")
     if isinstance(actual, Mapping) or isinstance(expected, Mapping):
         if not (isinstance(actual, Mapping) and isinstance(expected, Mapping)):
             raise LinrnnError(f"assert_close: expected two dicts or two arrays, found {type(actual).__name__} and "
@@ -82,7 +94,7 @@ def assert_close(actual, expected, *, kind: str = "forward", dtype: str | None =
         out, failures = {}, []
         for key in expected:
             try:
-                out[key] = assert_close(actual[key], expected[key], kind=kind, dtype=dtype, length=length,
+                out[key] = assert_close(actual[key], expected[key], row=row, dtype=dtype, length=length,
                                         max_abs_eigenvalue=max_abs_eigenvalue, name=f"{name}[{key!r}]")
             except AssertionError as err:
                 failures.append(str(err))
@@ -91,9 +103,9 @@ def assert_close(actual, expected, *, kind: str = "forward", dtype: str | None =
         return out
     got, got_dtype = to_numpy(actual, "actual")
     ref, _ = to_numpy(expected, "expected")
-    row = _row(got_dtype, "actual") if dtype is None else dtype
-    if row not in ("float64", "float32", *LOW):
-        raise LinrnnError(f"dtype: expected float64, float32, bfloat16 or float16, found {row!r}")
+    computed = _row(got_dtype, "actual") if dtype is None else dtype
+    if computed not in ("float64", "float32", *LOW):
+        raise LinrnnError(f"dtype: expected float64, float32, bfloat16 or float16, found {computed!r}")
     if got.shape != ref.shape:
         raise AssertionError(f"{name}: shape {got.shape}, expected {ref.shape}")
     if length is None:
@@ -103,7 +115,7 @@ def assert_close(actual, expected, *, kind: str = "forward", dtype: str | None =
     radius = 1.0 if max_abs_eigenvalue is None else float(max_abs_eigenvalue)
     if not radius >= 0:
         raise LinrnnError(f"max_abs_eigenvalue: expected a number >= 0, found {max_abs_eigenvalue!r}")
-    result = compare(name, ref, got, kind, row, int(length), radius)
+    result = compare(name, ref, got, row, computed, int(length), radius)
     if not result.ok:
         raise AssertionError(_message(name, ref, got, result))
     return result

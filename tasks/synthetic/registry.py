@@ -82,7 +82,7 @@ class TaskSpec:
     output_length: Callable[[int], int]  # L -> L_out
     min_length: int  # smallest valid L (DLR's asserts)
     sample: Sampler  # the generator, in float64
-    kind: str = "regression"  # "regression" (MSE, R^2) or "classification" (int targets, cross-entropy)
+    objective: str = "regression"  # "regression" (MSE, R^2) or "classification" (int targets, cross-entropy)
     lengths: tuple[int, ...] | None = None  # the only valid L, where the task has a fixed set
     metrics: tuple[str, ...] = ("mse", "r2")  # names in linrnn.tasks.metrics, computed on (logits, labels)
 
@@ -142,10 +142,10 @@ def _pathfinder_segmentation(rng: np.random.Generator, length: int, batch_size: 
 HIGHER_ORDER_TASKS: dict[str, TaskSpec] = {
     spec.name: spec
     for spec in (
-        TaskSpec("listops_subtrees", 1, 10, _same, _same, 8, _listops_subtrees, kind="classification",
+        TaskSpec("listops_subtrees", 1, 10, _same, _same, 8, _listops_subtrees, objective="classification",
                  metrics=("accuracy",)),
         TaskSpec("pathfinder_segmentation", 1, 3, _same, _same, 32 * 32, _pathfinder_segmentation,
-                 kind="classification", lengths=tuple(r * r for r in (32, 64, 128, 256, 512)),
+                 objective="classification", lengths=tuple(r * r for r in (32, 64, 128, 256, 512)),
                  metrics=("macro_f1", "balanced_accuracy")),
     )
 }
@@ -186,7 +186,7 @@ class SyntheticTask:
         index = _check_integer("index", index, minimum=0)
         rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(index,)))
         inputs, targets = self.spec.sample(rng, self.length, self.batch_size)
-        if self.spec.kind == "classification":  # int targets stay int; token ids stay int
+        if self.spec.objective == "classification":  # int targets stay int; token ids stay int
             inputs = inputs.astype(self.dtype, copy=False) if inputs.dtype.kind == "f" else inputs
             return Batch(inputs, targets, targets != IGNORE_INDEX)
         mask = np.ones(targets.shape[:2], dtype=bool)  # (B L_out)

@@ -45,7 +45,7 @@ def test_model_init_and_apply(cli, tmp_path):
                "--d-input", 3, "--d-output", 5, "--norm", "batch", "--postnorm", "--pooling", "last",
                "--seed", 1, "--out", params)[0] == 0
     bundle = load(params)
-    assert bundle.kind == "model" and bundle.config.prenorm is False and bundle.config.norm == "batch"
+    assert bundle.level == "model" and bundle.config.prenorm is False and bundle.config.norm == "batch"
     u = np.random.default_rng(1).standard_normal((3, 6, 3))
     np.save(u_path, u)
     np.save(n_path, np.array([6, 2, 4]))

@@ -91,7 +91,7 @@ def reference_jacobian(cfg, bundle, u):
 
 def check_jacobian(name, cfg, bundle, jac, scale, got):
     if scale is None:
-        assert_close(name, jac, got, kind="gradient", dtype="float64", length=L,
+        assert_close(name, jac, got, row="gradient", dtype="float64", length=L,
                      max_abs_eigenvalue=spectral_radius(cfg, bundle.params))
     else:
         np.testing.assert_array_less(np.max(np.abs(got - jac)), scaled_tolerance("central_difference", "float64",
@@ -199,7 +199,7 @@ def check_second_order(name, cfg, bundle, jac, results):
     r = spectral_radius(cfg, bundle.params)
     if cfg.kind in RECURRENT_KINDS:                     # linear in u: the Hessian of 0.5 ||y||^2 is J^T J
         assert_close(f"{name} jax.hessian in u", jac.T @ jac, np.asarray(hess_u).reshape(L * H, L * H),
-                     kind="gradient", dtype="float64", length=L, max_abs_eigenvalue=r)
+                     row="gradient", dtype="float64", length=L, max_abs_eigenvalue=r)
     check_central_difference(name, flat(hvp), *(flat(moved, i) for i in range(4)), float(np.max(np.abs(flat(grads)))), r)
 
 

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from linrnn.impls.bundle import RECURRENCE_KEYS
+from linrnn.impls.bundle import RECURRENCE_KEYS, mixer_kind
 from linrnn.impls.config import ModelConfig
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
@@ -66,11 +66,11 @@ def test_recurrence_mask_marks_exactly_the_recurrence_parameters(cfg):
     params = from_bundle(init(cfg, 0))
     mask = recurrence_mask(params, cfg)
     assert set(mask) == set(params)
-    mixer_kind = cfg.mixer.kind if cfg.kind == "model" else cfg.kind
+    kind = mixer_kind(cfg)
     for key, marked in mask.items():
         name = key.rsplit(".", 1)[-1]
         in_mixer = "." not in key or ".mixer." in key
-        assert marked == (in_mixer and name in RECURRENCE_KEYS[mixer_kind]), key
+        assert marked == (in_mixer and name in RECURRENCE_KEYS[kind]), key
     assert any(mask.values())
 
 

@@ -187,7 +187,7 @@ def test_the_low_rows_do_not_grow_with_the_memory():
         assert short.rtol == pytest.approx(4 * eps + 32 * np.finfo(np.float32).eps)
         assert long.rtol - short.rtol == pytest.approx(32 * np.finfo(np.float32).eps * (1e4 - 1), rel=1e-6)
         assert tolerance("model", dtype, 1, depth=3).rtol == pytest.approx(12 * eps + 32 * np.finfo(np.float32).eps)
-    with pytest.raises(KeyError, match="unknown comparison kind 'state' for bfloat16"):
+    with pytest.raises(KeyError, match="unknown tolerance row 'state' for bfloat16"):
         tolerance("state", "bfloat16")
     with pytest.raises(ValueError, match="depth"):
         tolerance("forward", "float16", depth=2)

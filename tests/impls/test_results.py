@@ -1,4 +1,4 @@
-"""The one results module (`linrnn.impls.results`): every record kind written and read back, a bad file as one
+"""The one results module (`linrnn.impls.results`): every record type written and read back, a bad file as one
 line naming the file and the field, the atomic writer, and the committed records of reports/results/."""
 
 from __future__ import annotations
@@ -19,33 +19,33 @@ ENVELOPE = Envelope(date="2026-12-03T00:00:00+00:00", machine={"label": "box", "
                     command="linrnn test --sample", code_version="0.2.0+gtest")
 
 
-def value_of(kind):
-    """A value of `kind` (of a union: of its first type)."""
-    origin, args = typing.get_origin(kind), typing.get_args(kind)
+def value_of(hint):
+    """A value of `hint` (of a union: of its first type)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is list:
         return [value_of(args[0])]
     if origin is dict:
         return {"k": value_of(args[1])}
-    return value_of(args[0]) if args else SAMPLE[kind]
+    return value_of(args[0]) if args else SAMPLE[hint]
 
 
-def sample(kind: type[results.Record]) -> results.Record:
-    """A record of `kind` with a value of its type in every field."""
-    hints = typing.get_type_hints(kind)
-    values = {f.name: value_of(hints[f.name]) for f in dataclasses.fields(kind) if f.name != "envelope"}
-    return kind(**values, envelope=ENVELOPE)
+def sample(record_type: type[results.Record]) -> results.Record:
+    """A record of `record_type` with a value of its type in every field."""
+    hints = typing.get_type_hints(record_type)
+    values = {f.name: value_of(hints[f.name]) for f in dataclasses.fields(record_type) if f.name != "envelope"}
+    return record_type(**values, envelope=ENVELOPE)
 
 
 @pytest.mark.parametrize("name", sorted(results.RECORD_TYPES))
-def test_every_kind_reads_back_as_it_was_written(tmp_path, name):
-    kind = results.RECORD_TYPES[name]
-    record = sample(kind)
+def test_every_record_type_reads_back_as_it_was_written(tmp_path, name):
+    record_type = results.RECORD_TYPES[name]
+    record = sample(record_type)
     path = results.write(tmp_path / f"{name}.json", record)
     raw = json.loads(path.read_text())
     assert list(raw)[:7] == ["schema_version", "kind", "date", "machine", "libraries", "command", "code_version"]
     assert raw["kind"] == name and raw["schema_version"] == results.SCHEMA_VERSION
-    assert results.read(path, kind) == record          # by its kind
-    assert results.read(path) == record                # by the kind the file names
+    assert results.read(path, record_type) == record   # by its type
+    assert results.read(path) == record                # by the type the file names
     assert [p.name for p in tmp_path.iterdir()] == [f"{name}.json"]        # no temporary file left
 
 
@@ -120,8 +120,8 @@ def test_a_record_that_does_not_serialise_leaves_the_previous_file_and_no_other(
     assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]       # nothing half-written, no temp file
 
 
-def test_only_the_kinds_of_the_module_are_written(tmp_path):
-    with pytest.raises(ResultsError, match="expected a record of a kind of linrnn.impls.results, found dict"):
+def test_only_the_record_types_of_the_module_are_written(tmp_path):
+    with pytest.raises(ResultsError, match="expected a record of a type of linrnn.impls.results, found dict"):
         results.write(tmp_path / "x.json", {"schema_version": 2})
 
 
@@ -132,10 +132,10 @@ def stored_files():
 
 @pytest.mark.skipif(not stored_files(), reason="no stored results (an installed package without a checkout)")
 def test_every_committed_record_reads_through_the_module():
-    kinds = {p.name: results.read(p).KIND for p in stored_files()}
-    assert kinds["training_speed_cpu.json"] == "training_speed" and kinds["tasks.json"] == "section"
-    assert {k for n, k in kinds.items() if n.startswith("experiment-")} == {"experiment"}
-    assert kinds["training_reduced_cpu.json"] == "reduced_training" and kinds["synthetic_grid_cpu.json"] == "grid"
+    types = {p.name: results.read(p).TYPE for p in stored_files()}
+    assert types["training_speed_cpu.json"] == "training_speed" and types["tasks.json"] == "section"
+    assert {k for n, k in types.items() if n.startswith("experiment-")} == {"experiment"}
+    assert types["training_reduced_cpu.json"] == "reduced_training" and types["synthetic_grid_cpu.json"] == "grid"
 
 
 def test_a_failed_rename_keeps_the_previous_record_and_leaves_no_temporary_file(tmp_path, monkeypatch):

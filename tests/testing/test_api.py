@@ -40,7 +40,7 @@ def test_assert_close_takes_actual_first_and_keywords_only():
     y = np.ones((2, 16, 3))
     lt.assert_close(y + 1e-15, y)
     with pytest.raises(TypeError):
-        lt.assert_close(y, y, "forward")                         # kind is keyword-only
+        lt.assert_close(y, y, "forward")                         # row is keyword-only
     bumped = y.copy()
     bumped[1, 5, 2] += 1e-3
     with pytest.raises(AssertionError) as err:
@@ -76,8 +76,21 @@ def test_assert_close_takes_torch_and_jax_arrays():
         lt.assert_close(torch.tensor(y + 0.1, dtype=torch.bfloat16), y)
 
 
+def test_assert_close_kind_the_rows_former_name_still_selects_the_row_and_warns():
+    y = np.ones((2, 16, 3))
+    bumped = y.copy()
+    bumped[0, 0, 0] += 64 * np.finfo(np.float64).eps * 16   # within the gradient row (128 eps L), not the forward (32)
+    with pytest.raises(AssertionError):
+        lt.assert_close(bumped, y, row="forward", dtype="float64", length=16)
+    lt.assert_close(bumped, y, row="gradient", dtype="float64", length=16)
+    with pytest.warns(DeprecationWarning, match="kind= is deprecated, pass row="):
+        lt.assert_close(bumped, y, kind="gradient", dtype="float64", length=16)
+    with pytest.warns(DeprecationWarning), pytest.raises(AssertionError):
+        lt.assert_close(bumped, y, kind="forward", dtype="float64", length=16)
+
+
 @pytest.mark.parametrize("kwargs, message", [
-    ({"kind": "output"}, "kind: expected one of forward, state, gradient, identity, found 'output'"),
+    ({"row": "output"}, "row: expected one of forward, state, gradient, identity, found 'output'"),
     ({"dtype": "float8"}, "dtype: expected float64, float32, bfloat16 or float16, found 'float8'"),
     ({"length": 0}, "length: expected a positive integer, found 0"),
 ])
