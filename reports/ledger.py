@@ -264,10 +264,13 @@ def _missing(stored: dict, plan, only: dict) -> list[str]:
 
 
 def _interrupted(stored: dict, plan, only: dict | None) -> str | None:
-    """Why the record cannot decide the claim yet, or None: the whole record's runs (`only` None), or only the runs the
-    claim reads (an experiment of two claims: one claim's runs may all be there while the other's are not)."""
+    """Why the record cannot decide the claim yet, or None: a record that holds every run of its plan decides; one that
+    does not, where `only` names the runs the claim reads (an experiment of two claims), decides the claim whose runs
+    of the current plan are all there while the other's are not."""
+    if stored["complete"]:
+        return None
     if only is None:
-        return None if stored["complete"] else "the experiment was interrupted before its last run"
+        return "the experiment was interrupted before its last run"
     missing = _missing(stored, plan, only)
     if not missing:
         return None

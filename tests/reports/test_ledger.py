@@ -374,8 +374,8 @@ def test_ledger_json_has_every_field_of_every_part_null_where_it_does_not_apply(
 
 
 def test_a_claim_of_a_two_claim_experiment_waits_only_for_its_own_runs():
-    """speech holds R7 (SC35) and D6 (SC10): with every SC10 run in the record and SC35 runs still missing, D6's parts
-    are judged and R7's say which of their runs are missing; a record's own `complete` flag gates the rest."""
+    """speech holds R7 (SC35) and D6 (SC10): in an interrupted record with every SC10 run and SC35 runs still missing,
+    D6's parts are judged and R7's say which of their runs are missing; a complete record decides every claim."""
     from types import SimpleNamespace
 
     from linrnn.reports.ledger import _interrupted
@@ -389,3 +389,4 @@ def test_a_claim_of_a_two_claim_experiment_waits_only_for_its_own_runs():
     assert "sc35-lru-1" in _interrupted(stored, plan, {"task": "sc35"})
     assert _interrupted(stored, plan, None) == "the experiment was interrupted before its last run"
     assert _interrupted({**stored, "complete": True}, plan, None) is None
+    assert _interrupted({**stored, "complete": True}, plan, {"task": "sc35"}) is None
