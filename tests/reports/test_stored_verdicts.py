@@ -57,6 +57,7 @@ def test_every_decided_part_of_the_stored_records_carries_its_test():
     decided = [(c["claim"], p) for c in claims for p in c["parts"]
                if p["verdict"].startswith(("reproduced", "contradicted"))]
     assert decided, "the stored records decide no empirical part: nothing to check"
+    sides: set[str] = set()
     for claim, p in decided:
         where = f"{claim} {p['part'] or p['source']}"
         assert p["test"] and not p["test"].startswith(NOT_STATISTICAL), where
@@ -67,7 +68,8 @@ def test_every_decided_part_of_the_stored_records_carries_its_test():
             assert p["n"] and all(k >= stats.MIN_SEEDS for k in p["n"]), where
         assert p["ci"] is not None and decided_side(p) is None, f"{where}: {decided_side(p)}"
         assert p["effect"] is not None and p["scale"], where
-        assert p["decides"], where                               # a side finding never says reproduced for a claim
+        if not p["decides"]:     # a side finding decided on its own statement (D6: DLR against the LRU): checked below
+            sides.add(claim)
         if p["source"].startswith(("experiment", "training (tasks)")) and "CV" not in p["evidence"][:40] and \
                 "sensitivity" not in p["evidence"][:20]:
             # an arm or control judged on its task: above its task's best trivial predictor, whose score is recorded
@@ -76,6 +78,16 @@ def test_every_decided_part_of_the_stored_records_carries_its_test():
                 assert p["effect"] > p["baseline"]["score"], where
     # every stored experiment's claim has a verdict, and no rule gives a bare "tied"
     assert all(c["verdict"] in ledger.RANK for c in claims)
+    # a decided side finding never reaches its claim's verdict: the claim is contradicted only by a deciding part, and
+    # holds only where every deciding part holds
+    for c in claims:
+        if c["claim"] not in sides:
+            continue
+        deciding = [p["verdict"] for p in c["parts"] if p["decides"]]
+        if c["verdict"].startswith("contradicted"):
+            assert any(v.startswith("contradicted") for v in deciding), c["claim"]
+        if c["verdict"].startswith(("reproduced", "verified")):
+            assert deciding and all(v.startswith(("reproduced", "verified", "proved")) for v in deciding), c["claim"]
 
 
 def test_every_undecided_part_says_what_would_settle_it_and_every_equivalence_its_margin_and_tost():
@@ -83,7 +95,7 @@ def test_every_undecided_part_says_what_would_settle_it_and_every_equivalence_it
     for c in claims:
         for p in c["parts"]:
             where = f"{c['claim']} {p['part'] or p['source']}"
-            if p["decides"] and p["verdict"] == "inconclusive":
+            if p["verdict"] == "inconclusive":
                 assert p["power"] and p["power"]["assumption"], where
             if p["margin"] is not None and p["tests"]:
                 assert any(t["name"].startswith("TOST") for t in p["tests"]), where
