@@ -57,7 +57,8 @@ def test_tasks_section_runs_the_grid_and_settles_d4(tmp_path, monkeypatch):
     assert shift["baseline"]["name"] in [p["name"] for t in data["trivial"] for p in t["predictors"]]
     # the section's control runs at L = 16, its arms at L = 8: the control vouches for nothing there
     assert context["decides"] is False and "ran at another setting" in context["evidence"]
-    assert undecided["decides"] and undecided["verdict"] == "inconclusive"
+    # and its "struggles" is a side finding: the synthetic-tasks experiment decides it at the control's own length
+    assert not undecided["decides"] and undecided["verdict"] == "inconclusive" and undecided["power"]
     assert 'id="tasks"' in html and 'id="tasks-D4-verdict-2"' in html and "quick run" in html
     plots = svgs(html)
     assert len(plots) == 2 and all("<title>" in s for s in plots)
@@ -145,3 +146,22 @@ def test_drift_is_zero_at_initialisation_up_to_rounding():
 
     for dmax, _, gamma_log_max in normstudy.gamma_drift(model):   # a rounding of gamma_log's size
         assert_close("gamma_log drift at initialisation", 0.0, dmax, "identity", "float64", scale=gamma_log_max)
+
+
+def test_d4_a_section_without_a_control_at_its_length_leaves_struggles_to_the_experiment():
+    """The tasks section runs ContextShift at L = 128 and its control at L = 16: its "struggles" part has no control
+    and is a side finding, so it neither decides D4 nor holds it back; the claim's verdict then rests on the
+    experiment's part at the control's own length (and, with no experiment record, on its "not run here")."""
+    from linrnn.experiments.synthetic_tasks import STRUGGLES
+
+    data = {"rows": [{**r, "config": {"length": 128}} if not r.get("control") else r
+                     for r in rows({"shift": 0.995, "context_shift": 0.05})], "trivial": [
+        {"task": "shift", "length": 128, "best": {"name": "planted", "score": 0.24}}]}
+    parts = tasks_experiment.settle_d4(data, "L = 128")
+    struggles = [p for p in parts if p.part == STRUGGLES]
+    assert struggles and not any(p.decides for p in struggles)
+    assert struggles[0].power and "ran no control" in struggles[0].evidence
+    assert [p.verdict for p in parts if p.decides] == ["reproduced"]        # Shift, at L = 128
+    at_16 = tasks_experiment.settle_d4({"rows": rows({"shift": 0.995, "context_shift": 0.05}), "trivial": TRIVIAL},
+                                       "L = 64")
+    assert any(p.decides and p.part == STRUGGLES and p.verdict == "reproduced" for p in at_16)
