@@ -335,37 +335,93 @@ def seeds_for(analysis, effect: float, target: float, alternative: str, largest:
     return high
 
 
-def power_two_arms(a: list[float], b: list[float], *, margin: float | None = None, effect: float | None = None,
-                   seconds: tuple[float | None, float | None] = (None, None), what: str = "") -> dict:
-    """Seeds per arm for POWER: for equivalence within +-margin at a true difference of 0 (each of TOST's one-sided
-    Welch tests at 1 - (1 - POWER) / 2, statsmodels' TTestIndPower), or for a two-sided Welch test of `effect` (the
-    claimed difference, in the arms' direction). The spread is the arms' pooled SD; the compute, each arm's
-    measured mean run time x the seeds."""
+def _pooled_sd(a: list[float], b: list[float]) -> float:
+    return math.sqrt((np.var(a, ddof=1) + np.var(b, ddof=1)) / 2) if min(len(a), len(b)) >= 2 else math.nan
+
+
+def _hours(n: int | None, seconds: tuple[float | None, float | None]) -> float | None:
+    return None if n is None or None in seconds else round(n * (seconds[0] + seconds[1]) / 3600, 1)
+
+
+def _equivalence_seeds(difference: float, margin: float, sd: float) -> int | None:
+    """Seeds per arm at which TOST within +-margin has POWER when the true difference is `difference`: the smallest
+    n whose two one-sided Welch tests' powers (statsmodels' TTestIndPower, each at alpha) satisfy
+    P(upper) + P(lower) - 1 >= POWER, a lower bound of the power of rejecting both (Bonferroni's inequality)."""
     from statsmodels.stats.power import TTestIndPower
 
-    sd = math.sqrt((np.var(a, ddof=1) + np.var(b, ddof=1)) / 2) if min(len(a), len(b)) >= 2 else math.nan
+    if abs(difference) >= margin:
+        return None
+    analysis = TTestIndPower()
+
+    def power(n: int) -> float:
+        up = analysis.power(effect_size=(margin - difference) / sd, nobs1=n, alpha=stats.ALPHA, alternative="larger")
+        down = analysis.power(effect_size=(margin + difference) / sd, nobs1=n, alpha=stats.ALPHA, alternative="larger")
+        return float(up + down - 1)
+
+    n = stats.MIN_SEEDS
+    while power(n) < POWER:
+        n = n * 2 if n < 1024 else n + 1024
+        if n > 100_000:
+            return None
+    low = max(stats.MIN_SEEDS, n // 2)
+    while low < n:                        # the smallest n in [low, n] with power >= POWER
+        mid = (low + n) // 2
+        low, n = (low, mid) if power(mid) >= POWER else (mid + 1, n)
+    return n
+
+
+def _one_sided_seeds(gap: float, sd: float) -> int | None:
+    """Seeds per arm for POWER of a one-sided Welch test when the true difference lies `gap` beyond its bound."""
+    from statsmodels.stats.power import TTestIndPower
+
+    return None if gap <= 0 else seeds_for(TTestIndPower(), gap / sd, POWER, "larger")
+
+
+def power_two_arms(a: list[float], b: list[float], *, margin: float | None = None, effect: float | None = None,
+                   seconds: tuple[float | None, float | None] = (None, None), what: str = "",
+                   goal: str = "equivalence", side: str = "two-sided") -> dict:
+    """What would settle a two-arm part: the seeds per arm for POWER at the OBSERVED difference mean(a) - mean(b) and
+    pooled SD (the effect it assumes is in `effect`), with the compute (each arm's measured mean run time x the
+    seeds), and, for a margin, the same at a true difference of 0 beside it (`at_zero`, labelled).
+
+    goal "equivalence" (TOST within +-margin), "non-inferiority" (a - b > -margin, one-sided) or "difference" (a
+    Welch test of a - b in the claimed direction: `side` "greater" for one-sided, "two-sided"; `effect`, when given,
+    is the difference in the claimed direction to plan for, the observed one otherwise). Where the observed
+    difference lies on the wrong side (beyond the margin, or against the claimed direction) no seed count at this
+    setting would show the claim: seeds_per_arm None, and the assumption says so."""
+    sd = _pooled_sd(a, b)
     if not math.isfinite(sd) or sd == 0:
-        return {"seeds_per_arm": None, "cpu_hours": None,
-                "assumption": "no spread to compute power from (fewer than 2 runs per arm, or all equal)"}
-    if margin is not None:
-        size, target, alternative = margin / sd, 1 - (1 - POWER) / 2, "larger"
-        goal = f"equivalence within +-{margin:g} when the true difference is 0"
+        return power_dict(None, None, "no spread to compute power from (fewer than 2 runs per arm, or all equal)")
+    d = float(np.mean(a) - np.mean(b))
+    tail = f", alpha {stats.ALPHA:g}, {int(POWER * 100)} % power (statsmodels' TTestIndPower)"
+    if goal == "difference" or margin is None:
+        gap = d if effect is None else effect
+        if gap <= 0:
+            return power_dict(None, None, f"no difference in the claimed direction was measured ({what}): no seed "
+                              "count at this setting would show it", effect=gap)
+        if side == "two-sided":
+            from statsmodels.stats.power import TTestIndPower
+
+            n = seeds_for(TTestIndPower(), gap / sd, POWER, "two-sided")
+        else:
+            n = _one_sided_seeds(gap, sd)
+        return power_dict(n, _hours(n, seconds), f"a true difference of {gap:.3g} in the claimed direction (the "
+                          f"observed one) at the observed pooled SD {sd:.3g}, {side} Welch test" + tail, effect=gap)
+    if goal == "non-inferiority":
+        n, n0 = _one_sided_seeds(d + margin, sd), _one_sided_seeds(margin, sd)
+        name = f"non-inferiority at -{margin:g}"
     else:
-        if effect is None or effect <= 0:
-            return {"seeds_per_arm": None, "cpu_hours": None,
-                    "assumption": f"no difference in the claimed direction was measured ({what}): more seeds at the "
-                                  "observed effect would not show it"}
-        size, target, alternative = effect / sd, POWER, "two-sided"
-        goal = f"a difference of {effect:.3g}"
-    n = seeds_for(TTestIndPower(), size, target, alternative)
+        n, n0 = _equivalence_seeds(d, margin, sd), _equivalence_seeds(0.0, margin, sd)
+        name = f"equivalence within +-{margin:g} (TOST; power bounded below by Bonferroni's inequality)"
+    at_zero = {"effect": 0.0, "seeds_per_arm": n0, "cpu_hours": _hours(n0, seconds),
+               "label": "beside it: were the true difference 0"}
     if n is None:
-        return {"seeds_per_arm": None, "cpu_hours": None,
-                "assumption": f"{goal} at the observed pooled SD {sd:.3g}: more than 100,000 seeds per arm"}
-    hours = None if None in seconds else round(n * (seconds[0] + seconds[1]) / 3600, 1)
-    return {"seeds_per_arm": n, "cpu_hours": hours,
-            "assumption": f"{goal} at the observed pooled SD {sd:.3g}, alpha {stats.ALPHA:g}, {int(POWER * 100)} % "
-                          "power (statsmodels' TTestIndPower)" + ("" if hours is None else
-                                                                  "; compute: the seeds x both arms' mean run time here")}
+        return power_dict(None, None, f"{name}: the observed difference {d:+.3g} lies at or beyond the margin, so no "
+                          f"seed count at this setting would show it (at a true difference of 0 it would take "
+                          f"{n0} seeds per arm)", effect=d, at_zero=at_zero)
+    return power_dict(n, _hours(n, seconds), f"{name} at the observed difference {d:+.3g} and pooled SD {sd:.3g}"
+                      + tail + ("" if _hours(n, seconds) is None else
+                                "; compute: the seeds x both arms' mean run time here"), effect=d, at_zero=at_zero)
 
 
 def power_one_sample(values: list[float], bar: float, side_: str, seconds: float | None = None) -> dict:
@@ -373,25 +429,34 @@ def power_one_sample(values: list[float], bar: float, side_: str, seconds: float
     from statsmodels.stats.power import TTestPower
 
     if len(values) < 2 or np.std(values, ddof=1) == 0:
-        return {"seeds_per_arm": None, "cpu_hours": None, "assumption": "no spread to compute power from"}
+        return power_dict(None, None, "no spread to compute power from")
     mean, sd = float(np.mean(values)), float(np.std(values, ddof=1))
     gap = (mean - bar) if side_ == "greater" else (bar - mean)
     if gap <= 0:
-        return {"seeds_per_arm": None, "cpu_hours": None,
-                "assumption": f"the observed mean {mean:.3g} is on the wrong side of {bar:g}: more seeds at this "
-                              "setting would not show it"}
+        return power_dict(None, None, f"the observed mean {mean:.3g} is on the wrong side of {bar:g}: no seed count "
+                          "at this setting would show it", effect=mean)
     n = seeds_for(TTestPower(), gap / sd, POWER, "larger")
-    return {"seeds_per_arm": n, "cpu_hours": None if seconds is None else round(n * seconds / 3600, 1),
-            "assumption": f"the observed mean {mean:.3g} and SD {sd:.3g} against {bar:g}, one-sided, alpha "
-                          f"{stats.ALPHA:g}, {int(POWER * 100)} % power (statsmodels' TTestPower)"}
+    return power_dict(n, None if seconds is None or n is None else round(n * seconds / 3600, 1),
+                      f"the observed mean {mean:.3g} and SD {sd:.3g} against {bar:g}, one-sided, alpha "
+                      f"{stats.ALPHA:g}, {int(POWER * 100)} % power (statsmodels' TTestPower)", effect=mean)
+
+
+def power_dict(seeds: int | None, hours: float | None, assumption: str, effect: float | None = None,
+               at_zero: dict | None = None) -> dict:
+    """A `Part.power`: the seeds per arm and compute that would settle the part, the effect that assumes (None:
+    no effect assumed, the assumption says what would settle it) and, for a margin, the same at a true difference
+    of 0 beside it."""
+    out = {"seeds_per_arm": seeds, "cpu_hours": hours, "effect": effect, "assumption": assumption}
+    if at_zero is not None:
+        out["at_zero"] = at_zero
+    return out
 
 
 def needs(what: str, seeds: int | None = None) -> dict:
     """A `Part.power` where no power computation applies: what would settle the part, in words."""
-    return {"seeds_per_arm": seeds, "cpu_hours": None, "assumption": what}
+    return power_dict(seeds, None, what)
 
 
 def not_learned_power(why: str) -> dict:
-    return {"seeds_per_arm": None, "cpu_hours": None,
-            "assumption": f"{why}: more seeds at this budget cannot settle it; a budget at which the arms learn "
-                          "(the paper's scale, below) would"}
+    return power_dict(None, None, f"{why}: more seeds at this budget cannot settle it; a budget at which the arms "
+                      "learn (the paper's scale, below) would")

@@ -120,7 +120,7 @@ def settle_r6(stored: dict) -> list[Part]:
     tasks = _tasks(stored)
     pairs = [(t, "rotrnn", m) for t in tasks for m in BASELINES if _ran(stored, t, m)]
     parts = [replace(p, part=f"competitive with {NAMES[m]} on {t}") for p, (t, _, m) in
-             zip(matches_parts(stored, pairs, "competitive on {task}", NAMES, at_least=False), pairs)]
+             zip(matches_parts(stored, pairs, "competitive on {task}", NAMES), pairs)]
     if "listops" in tasks:
         best = [("listops", "rotrnn", m) for m in BASELINES if _ran(stored, "listops", m)]
         parts += [replace(p, part=f"best on ListOps: better than {NAMES[m]}") for p, (_, _, m) in

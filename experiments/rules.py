@@ -156,8 +156,8 @@ def better_parts(stored: dict, comparisons: list[tuple[str, str, str]], part: st
         seconds = (run_seconds(ra), run_seconds(rb))
         if test is None:
             parts.append(Part("", "inconclusive", f"{what}: {_why_none(va, vb)}", part=this, control=public(control),
-                              baseline=baseline, power=power_two_arms(va, vb, effect=np.mean(va) - np.mean(vb),
-                                                                      seconds=seconds, what=what)))
+                              baseline=baseline, power=power_two_arms(va, vb, seconds=seconds, what=what,
+                                                                      goal="difference")))
             continue
         if test.significant and test.effect > 0:
             verdict, why = "reproduced", f"{A} better at alpha {test.alpha:g}"
@@ -166,7 +166,7 @@ def better_parts(stored: dict, comparisons: list[tuple[str, str, str]], part: st
         else:
             verdict, why = "inconclusive", "no difference shown"
         verdict, why, power = _gated(verdict, why, both, learned_words, unlearned, control,
-                                     lambda: power_two_arms(va, vb, effect=test.effect, seconds=seconds, what=what))
+                                     lambda: power_two_arms(va, vb, seconds=seconds, what=what, goal="difference"))
         parts.append(Part("", verdict, f"{what}; " + test.words(f"{A} - {B}") + f": {why}"
                           + (f". Learned: {learned_words}" if both else "")
                           + (f"; {control['evidence']}" if control and control.get('evidence') else ""),
@@ -175,20 +175,85 @@ def better_parts(stored: dict, comparisons: list[tuple[str, str, str]], part: st
     return parts
 
 
+READINGS = ("no worse", "the same")
+
+
+def _paired_margin(ca: list, cb: list, A: str, margin: float, reading: str):
+    """One paired run each (exact McNemar over the test examples): the verdict, why, the deciding test and the raw
+    contradiction test. One run each cannot show equivalence: "the same" is only ever contradicted this way."""
+    test = stats.mcnemar(ca, cb)
+    if reading == "no worse" and test.significant and test.effect > 0:
+        return "reproduced", f"{A} better at alpha {test.alpha:g}", test, None
+    if test.significant and test.ci[1] < -margin:
+        return "contradicted", f"{A} worse by more than the margin {margin:g}", test, test
+    if reading == "the same" and test.significant and test.ci[0] > margin:
+        return "contradicted", f"{A} better by more than the margin {margin:g}: not the same", test, test
+    return "inconclusive", (f"neither better nor worse beyond the margin {margin:g} (one run each: "
+                            f"{'equivalence' if reading == 'the same' else 'non-inferiority'} needs seeds)"), test, None
+
+
+def _seeds_no_worse(va: list[float], vb: list[float], A: str, B: str, margin: float):
+    """"a matches or beats b": one-sided non-inferiority (a - b > -margin) decides; a worse beyond the margin
+    (one-sided) contradicts; Welch's two-sided difference is shown beside."""
+    ni, worse, diff = stats.non_inferiority(va, vb, margin), stats.beyond_margin(va, vb, margin), stats.welch(va, vb)
+    if ni.significant:
+        verdict, why, decided = "reproduced", f"no worse than {B} by more than {margin:g} at alpha {ni.alpha:g}", ni
+    elif worse.significant:
+        verdict, why, decided = "contradicted", f"{A} worse by more than {margin:g} at alpha {worse.alpha:g}", worse
+    else:
+        verdict, why, decided = "inconclusive", (f"neither shown no worse than -{margin:g} nor worse beyond it at this "
+                                                 "number of seeds"), ni
+    detail = "; ".join([ni.words(f"{A} - {B}"), f"worse beyond the margin: p = {fmt_p(worse.p)}",
+                        f"Welch's t (two-sided) p = {fmt_p(diff.p)}"])
+    return verdict, why, decided, worse, detail, tuple(t for t in (ni, worse, diff) if t is not decided)
+
+
+def _seeds_the_same(va: list[float], vb: list[float], A: str, B: str, margin: float):
+    """"a has the same accuracy as b": equivalence within +-margin (TOST) decides; a difference beyond the margin on
+    either side (the two one-sided Welch tests, Holm-adjusted as a pair) contradicts: a significantly better a is not
+    "the same" either."""
+    tost = stats.tost(va, vb, margin)
+    below = stats.beyond_margin(va, vb, margin)
+    above = stats.welch_one_sided(va, vb, "greater", margin, name="Welch's t, one-sided, above the margin",
+                                  margin=margin)
+    below_h, above_h = stats.holm([below, above])
+    if tost.significant:
+        verdict, why, decided, against = "reproduced", f"equivalent within +-{margin:g} at alpha {tost.alpha:g}",             tost, None
+    elif below_h.significant or above_h.significant:
+        side_ = below_h if below_h.significant else above_h
+        word = "worse" if side_ is below_h else "better"
+        verdict, why, decided, against = "contradicted", (f"{A} {word} by more than {margin:g} at alpha "
+                                                          f"{side_.alpha:g} (Holm over the two sides): not the same"),             side_, side_
+    else:
+        verdict, why, decided, against = "inconclusive", (f"neither equivalent within +-{margin:g} nor different "
+                                                          "beyond it at this number of seeds"), tost, None
+    detail = "; ".join([tost.words(f"{A} - {B}"), f"beyond the margin below: p = {fmt_p(below_h.p)}, above: "
+                        f"p = {fmt_p(above_h.p)} (Holm over the two)"])
+    return verdict, why, decided, against, detail, tuple(t for t in (tost, below_h, above_h) if t is not decided)
+
+
 def matches_parts(stored: dict, comparisons: list[tuple[str, str, str]], part: str, names: dict[str, str],
-                  margin: float = MARGIN_ACCURACY, at_least: bool = True) -> list[Part]:
-    """"a matches (or beats) b" on each (task, a, b), against the margin MARGIN_ACCURACY, each at alpha (an
-    intersection-union part). With 3 or more seeds per arm: reproduced when a is equivalent to b within the margin
-    (TOST) or better (Welch's t, two-sided) - and, for a claim that a is no worse (`at_least`: "matches or beats",
-    "comparable or better"), when a's mean is not lower: an equivalent but lower arm is not evidence that it is no
-    worse; contradicted when a is worse by more than the margin (one-sided Welch's t, kept raw in `against` for the
-    ledger's Holm over the claim). With one paired run each (exact McNemar): reproduced when a is better,
-    contradicted when its interval lies below -margin. Every part records the margin and all three tests (TOST
-    first when nothing decided). A comparison decides only when both arms learned and the control at the arms'
-    setting learned."""
+                  margin: float = MARGIN_ACCURACY, reading: str = "no worse",
+                  runs: "Callable[[dict, str, str], list[dict]] | None" = None) -> list[Part]:
+    """"a matches b" on each (task, a, b), against the margin MARGIN_ACCURACY, each at alpha (an intersection-union
+    part), in one of two READINGS fixed by the claim's words:
+
+    - "no worse" ("matches or beats", "comparable or better", "competitive"): one-sided non-inferiority, a - b >
+      -margin (Welch's t), decides; a worse by more than the margin (one-sided) contradicts. Its power goes to 1
+      with the seeds when the arms are truly equal (equivalence-or-better caps it at 0.5 there).
+    - "the same" ("the same accuracy"): equivalence within +-margin (TOST) decides; a difference beyond the margin
+      on either side contradicts.
+
+    With one paired run each, exact McNemar over the test examples. The contradiction test is kept raw in `against`
+    for the ledger's Holm over the claim. A comparison decides only when both arms learned and the control at the
+    arms' setting learned. `runs(stored, task, model)`: which runs are an arm (default: every finished run of it)."""
+    if reading not in READINGS:
+        raise ValueError(f"reading: expected one of {READINGS}, found {reading!r}")
+    goal = "non-inferiority" if reading == "no worse" else "equivalence"
+    select = runs or (lambda st, task, model: arm_runs(st, task=task, model=model))
     parts = []
     for task, a, b in comparisons:
-        ra, rb = arm_runs(stored, task=task, model=a), arm_runs(stored, task=task, model=b)
+        ra, rb = select(stored, task, a), select(stored, task, b)
         A, B = names.get(a, a), names.get(b, b)
         this = part.format(task=task)
         control = experiment_control(stored, task, ra + rb)
@@ -205,41 +270,17 @@ def matches_parts(stored: dict, comparisons: list[tuple[str, str, str]], part: s
         if how == "none":
             parts.append(Part("", "inconclusive", f"{what}: {_why_none(va, vb)}", part=this, control=public(control),
                               margin=margin, baseline=baseline,
-                              power=power_two_arms(va, vb, margin=margin, seconds=seconds)))
+                              power=power_two_arms(va, vb, margin=margin, seconds=seconds, goal=goal)))
             continue
-        against = None
         if how == "paired":
-            test = stats.mcnemar(ca, cb)
-            if test.significant and test.effect > 0:
-                verdict, why, decided = "reproduced", f"{A} better at alpha {test.alpha:g}", test
-            elif test.significant and test.ci[1] < -margin:
-                verdict, why, decided = "contradicted", f"{A} worse by more than the margin {margin:g}", test
-                against = test
-            else:
-                verdict, why, decided = "inconclusive", (f"neither better nor worse beyond the margin {margin:g} "
-                                                         "(one run each: equivalence needs seeds)"), test
-            detail, others = test.words(f"{A} - {B}"), ()
+            verdict, why, decided, against = _paired_margin(ca, cb, A, margin, reading)
+            detail, others = decided.words(f"{A} - {B}"), ()
+        elif reading == "no worse":
+            verdict, why, decided, against, detail, others = _seeds_no_worse(va, vb, A, B, margin)
         else:
-            tost, better, worse = stats.tost(va, vb, margin), stats.welch(va, vb), stats.beyond_margin(va, vb, margin)
-            against = worse
-            if tost.significant and at_least and tost.effect < 0:
-                verdict, why, decided = "inconclusive", (f"equivalent within +-{margin:g} at alpha {tost.alpha:g}, but "
-                                                         f"{A}'s mean is lower: not shown to match or beat"), tost
-            elif tost.significant:
-                verdict, why, decided = "reproduced", f"equivalent within +-{margin:g} at alpha {tost.alpha:g}", tost
-            elif better.significant and better.effect > 0:
-                verdict, why, decided = "reproduced", f"{A} better at alpha {better.alpha:g}", better
-            elif worse.significant:
-                verdict, why, decided = "contradicted", f"{A} worse by more than {margin:g} at alpha {worse.alpha:g}", \
-                    worse
-            else:
-                verdict, why, decided = "inconclusive", (f"neither equivalent within +-{margin:g}, nor better, nor "
-                                                         f"worse beyond the margin at this number of seeds"), tost
-            detail = "; ".join([better.words(f"{A} - {B}"), f"TOST p = {fmt_p(tost.p)}",
-                                f"worse beyond the margin: p = {fmt_p(worse.p)}"])
-            others = tuple(t for t in (tost, better, worse) if t is not decided)
+            verdict, why, decided, against, detail, others = _seeds_the_same(va, vb, A, B, margin)
         verdict, why, power = _gated(verdict, why, both, learned_words, unlearned, control,
-                                     lambda: power_two_arms(va, vb, margin=margin, seconds=seconds))
+                                     lambda: power_two_arms(va, vb, margin=margin, seconds=seconds, goal=goal))
         fields = tested(decided, *others)
         parts.append(Part("", verdict, f"{what}; {detail}: {why}" + (f". Learned: {learned_words}" if both else "")
                           + (f"; {control['evidence']}" if control and control.get('evidence') else ""),

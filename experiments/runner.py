@@ -75,6 +75,10 @@ def _no_controls(quick: bool) -> list[Control]:
     return []
 
 
+def _no_design(quick: bool) -> list[dict]:
+    return []
+
+
 @dataclass(frozen=True)
 class Experiment:
     name: str
@@ -90,6 +94,10 @@ class Experiment:
     run_job: Callable[[Job, Path, Path, bool], list[dict]] | None = None
     controls: Callable[[bool], list[Control]] = _no_controls   # quick -> the positive controls
     brief: str = ""                    # the full-size scale in a few words (seeds, length, steps, data)
+    # quick -> what was fixed before the runs it covers (a confirmatory design: {"claim", "stage": "confirmatory",
+    # "registered", "select" (the labels of its runs), "arms", "seeds", "rule", "margin", "alpha", "plan"}) and the
+    # interim looks of earlier runs ({"claim", "stage": "exploratory", "select", "looks": [...]}); the record keeps it
+    design: Callable[[bool], list[dict]] = _no_design
 
     def all_jobs(self, quick: bool) -> list[Job]:
         """The arms' runs, then the controls' own runs."""
@@ -200,6 +208,9 @@ def run_job(job: Job, data_root: Path, runs_root: Path, progress: bool) -> dict:
             # a fixed budget: the test metric of the last evaluation, no model selection on the validation split
             last = record["evaluations"][-1]
             row.update(value=number(last["test"][metric]), val=last["val"][metric], scored="last epoch")
+            final = record.get("final") or {}
+            if final.get("predictions") and final.get("step") == last["step"]:
+                row["predictions"] = final["predictions"]     # per-example test predictions of the last epoch
         if best and best.get("predictions") and row["scored"] == "best validation":
             row["predictions"] = best["predictions"]    # per-example test predictions of the best validation
     else:
@@ -344,7 +355,7 @@ def run(experiment: Experiment, quick: bool, data_root: Path, runs_root: Path, o
                                        for r in rs if r.get("steps") and r.get("seconds_per_step")), 1),
             complete=all(n in rows for n in names), controls=controls,
             runs=[row for n in names if n in rows for row in rows[n]], trivial=trivial,
-            envelope=Envelope.here("linrnn experiment " + " ".join(argv)))
+            design=experiment.design(quick), envelope=Envelope.here("linrnn experiment " + " ".join(argv)))
         write(out, made)
         record = to_dict(made)
 
@@ -437,7 +448,13 @@ def table_keys(record: dict) -> tuple[str, ...]:
 
     if everywhere("init"):                      # long-shift: one model in two initialisations
         keys = keys[:2] + ("init",) + keys[2:]
+    if any(isinstance(r, dict) and "stage" in r for r in runs):   # a confirmatory stage beside exploratory runs
+        keys = keys + ("stage",)
     return (("group",) + keys) if everywhere("group") else keys
+
+
+# labels a run may lack although the table groups by them (its runs outside a confirmatory stage: None)
+OPTIONAL_KEYS = ("stage",)
 
 
 # the order of the groups of tasks a record's runs may carry (synthetic-tasks: the kernels a task needs)

@@ -2,14 +2,17 @@
 in the Speech Commands layout, as MFCCs), SC35 for RotRNN against the LRU, SC10 for DLR against S4D.
 
 R7: "Speech Commands 35: 95.2 %, the same as a reproduced LRU at a similar parameter count". `settle_r7`: RotRNN
-equivalent to the LRU within MARGIN_ACCURACY (TOST, at alpha) or better; worse beyond the margin contradicts. The
+equivalent to the LRU within MARGIN_ACCURACY (TOST, at alpha); a difference beyond the margin on either side
+contradicts ("the same": a significantly better RotRNN is not the same either). The
 arms are trained until their validation accuracy stops improving, 16 seeds each (the TOST's power at 3 seeds was
 3.5 % even at a true difference of 0).
 
 D6: "Speech Commands 10 (raw): 97.1 % with O(L) decoding, comparable to S4 and S4D". `settle_d6`: DLR comparable to
-or better than S4D (TOST within the margin, or better, with a mean not lower), at a fixed budget of epochs scored at
-the last one (early stopping on the 107-clip validation split gave DLR a spread of 0.065). S4 itself is not
-implemented here (S4D stands in); the LRU and RotRNN on SC10 are side findings.
+or better than S4D by one-sided non-inferiority at -MARGIN_ACCURACY, at a fixed budget of epochs scored at the last
+one (early stopping on the 107-clip validation split gave DLR a spread of 0.065), decided by a confirmatory run whose
+seeds, rule and size were registered before it trained (`speech_design`, kept in the record); the 12 exploratory
+seeds, whose plan changed after an interim look, are reported as exploratory, beside. S4 itself is not implemented
+here (S4D stands in); the LRU and RotRNN on SC10 are side findings.
 
 Every comparison needs both arms above the task's best trivial predictor (`linrnn.tasks.trivial`: a linear
 classifier on the clip's bag of MFCC values, no order), and the LRU arm (the control) to have learned.
@@ -19,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from linrnn.experiments.evidence import Part, needs, side
-from linrnn.experiments.rules import matches_parts
+from linrnn.experiments.evidence import MARGIN_ACCURACY, Part, needs, side, tested
+from linrnn.experiments.rules import arm_runs, matches_parts
 from linrnn.experiments.reduced_training import SPEECH, DataSet
 from linrnn.experiments.runner import Control, Experiment, Job
 
@@ -48,6 +51,13 @@ R7_SEEDS = tuple(range(16))
 # 80 % power with 12 seeds per arm (statsmodels' TTestIndPower, the ledger's `power`)
 SC10_EPOCHS = 20
 D6_SEEDS = tuple(range(12))
+# D6's confirmatory run, registered on 2026-12-07 before any of its runs trained (the record's `design`): DLR and S4D
+# at seeds fixed in advance, disjoint from the 12 exploratory ones that were looked at, on the same fixed budget;
+# decided once all of them have finished by one-sided non-inferiority at -MARGIN_ACCURACY. 16 seeds per arm: 91 %
+# power at a true difference of 0 and the exploratory runs' pooled SD 0.0185, 82 % at that SD's one-sided 80 % upper
+# confidence bound 0.0214 (statsmodels' TTestIndPower, one-sided, alpha 0.05)
+D6_CONFIRMATORY_SEEDS = tuple(range(1000, 1016))
+CONFIRMATORY = "confirmatory"
 
 
 def speech_jobs(quick: bool) -> list[Job]:
@@ -59,11 +69,11 @@ def speech_jobs(quick: bool) -> list[Job]:
              "lru": {"d_state": 64, "r_min": 0.9, "r_max": 0.999}, "dlr": {"d_state": 64, "dt_min": 1e-3, "dt_max": 1e-1},
              "s4d": {"d_state": 64, "dt_min": 1e-3, "dt_max": 1e-1}}
 
-    def job(task: str, model: str, seed: int) -> Job:
+    def job(task: str, model: str, seed: int, stage: str | None = None) -> Job:
         fixed = task == "sc10"
         epochs = 1 if quick else SC10_EPOCHS if fixed else SPEECH_EPOCHS[task]
         patience = None if quick or fixed else SPEECH_PATIENCE[task]
-        return Job({"task": task, "model": model, "seed": seed},
+        return Job({"task": task, "model": model, "seed": seed, **({"stage": stage} if stage else {})},
                    {**common, "mixer": {**mixer[model], "bidirectional": True}, "task": task, "model": model,
                     "seed": seed, "epochs": epochs, "patience": patience}, data,
                    {"score": "final" if fixed else "best"})
@@ -75,9 +85,41 @@ def speech_jobs(quick: bool) -> list[Job]:
              ("sc10", "rotrnn"): SPEECH_SEEDS}
     # seed-major: an interrupted record holds whole seeds of every arm
     top = max(len(v) for v in seeds.values())
-    return [job(task, model, seed) for i in range(top) for task in ("sc10", "sc35")
-            for model in SPEECH_MODELS + SPEECH_BASELINES[task] if i < len(seeds[task, model])
-            for seed in (seeds[task, model][i],)]
+    exploratory = [job(task, model, seed) for i in range(top) for task in ("sc10", "sc35")
+                   for model in SPEECH_MODELS + SPEECH_BASELINES[task] if i < len(seeds[task, model])
+                   for seed in (seeds[task, model][i],)]
+    # D6's confirmatory runs, seed-major: an interrupted record holds whole seeds of both arms
+    return exploratory + [job("sc10", model, seed, CONFIRMATORY) for seed in D6_CONFIRMATORY_SEEDS
+                          for model in ("dlr", "s4d")]
+
+
+def speech_design(quick: bool) -> list[dict]:
+    """What was fixed before D6's confirmatory runs trained, and the interim look of the exploratory ones."""
+    if quick:
+        return []
+    return [
+        {"claim": "D6", "stage": CONFIRMATORY, "registered": "2026-12-07",
+         "select": {"task": "sc10", "stage": CONFIRMATORY}, "arms": ["dlr", "s4d"],
+         "seeds": list(D6_CONFIRMATORY_SEEDS),
+         "budget": f"{SC10_EPOCHS} epochs, scored on test at the last epoch (no early stopping, no model selection)",
+         "rule": f"one-sided non-inferiority: Welch's t that DLR - S4D > -{MARGIN_ACCURACY:g} at alpha 0.05 decides "
+                 f"(reproduced); DLR worse than S4D by more than {MARGIN_ACCURACY:g} by the one-sided Welch test at "
+                 "alpha 0.05 contradicts; otherwise inconclusive; judged once, when every planned run has finished",
+         "margin": MARGIN_ACCURACY, "alpha": 0.05,
+         "plan": "16 seeds per arm: 91 % power at a true difference of 0 and the exploratory runs' pooled SD 0.0185, "
+                 "82 % at its one-sided 80 % upper confidence bound 0.0214 (statsmodels' TTestIndPower)",
+         "secondary": "clip-level, not deciding: each test clip's share of seeds right, DLR minus S4D, a one-sided "
+                      f"one-sample t over the clips against -{MARGIN_ACCURACY:g} (SciPy); it treats the clips as "
+                      "the sampled unit and averages the seeds"},
+        {"claim": "D6", "stage": "exploratory", "select": {"task": "sc10"}, "arms": ["dlr", "s4d"],
+         "seeds": list(D6_SEEDS),
+         "looks": ["the first record trained SC10 with early stopping on the 107-clip validation split, 3 seeds per "
+                   "arm; seeing DLR's spread (0.065), the budget was changed to a fixed 20 epochs scored at the last",
+                   "after 5 seeds per arm at the fixed budget (DLR 0.931 vs S4D 0.916) the plan was raised to 12 "
+                   "seeds per arm (2026-12-05): an unplanned interim look"],
+         "looked_at": {"seeds": list(D6_SEEDS[:5])},
+         "use": "reported as exploratory, never deciding D6: the confirmatory run decides"},
+    ]
 
 
 def speech_controls(quick: bool) -> list[Control]:
@@ -98,8 +140,10 @@ def speech_scale(quick: bool) -> str:
             f"{len(R7_SEEDS)} seeds each, DLR {len(SPEECH_SEEDS)}, each until the validation accuracy stops "
             f"improving ({SPEECH_PATIENCE['sc35']} epochs without a new best, at most {SPEECH_EPOCHS['sc35']}), "
             f"scored at the best validation epoch. SC10: a fixed budget of {SC10_EPOCHS} epochs, scored on test at "
-            f"the last epoch; DLR and S4D {len(D6_SEEDS)} seeds each, the LRU and RotRNN {len(SPEECH_SEEDS)}; "
-            "per-example test predictions kept")
+            f"the last epoch; DLR and S4D {len(D6_SEEDS)} exploratory seeds each and D6's confirmatory run of "
+            f"{len(D6_CONFIRMATORY_SEEDS)} seeds each (seeds {D6_CONFIRMATORY_SEEDS[0]}-{D6_CONFIRMATORY_SEEDS[-1]}, "
+            f"registered before it ran), the LRU and RotRNN {len(SPEECH_SEEDS)}; per-example test predictions kept "
+            "(SC10's from the confirmatory run on)")
 
 
 
@@ -113,15 +157,59 @@ def settle_r7(stored: dict) -> list[Part]:
     """R7 at this scale: RotRNN's SC35 accuracy the same as the LRU's (`matches_parts`: equivalent within the margin,
     or better); the parameter counts are reported beside."""
     parts = matches_parts(stored, [("sc35", "rotrnn", "lru")], "the same accuracy as the LRU on SC35", NAMES,
-                          at_least=False)
+                          reading="the same")
     rot, lru = _parameters(stored, "sc35", "rotrnn"), _parameters(stored, "sc35", "lru")
     params = f"; {rot:,} vs {lru:,} parameters" if rot and lru else ""
     return [replace(p, evidence=p.evidence + params + "; synthetic speech, not Speech Commands") for p in parts]
 
 
+def _stage_runs(stage: str | None):
+    """Which runs are an arm: those of D6's confirmatory stage, or (None) the runs outside it."""
+    def select(stored: dict, task: str, model: str) -> list[dict]:
+        return [r for r in arm_runs(stored, task=task, model=model) if r.get("stage") == stage]
+    return select
+
+
+def _confirmatory_complete(stored: dict, design: dict) -> tuple[bool, str]:
+    """Whether every planned run of the design has finished (a diverged one counts: it is in the record)."""
+    have = {(r.get("model"), r.get("seed")) for r in stored["runs"]
+            if all(r.get(k) == v for k, v in design["select"].items())}
+    missing = [(m, s) for m in design["arms"] for s in design["seeds"] if (m, s) not in have]
+    counts = ", ".join(f"{NAMES[m]} {sum(1 for (mm, _) in have if mm == m)} of {len(design['seeds'])}"
+                       for m in design["arms"])
+    return not missing, counts
+
+
+def _design(stored: dict, stage: str) -> dict | None:
+    return next((d for d in stored.get("design") or [] if d.get("claim") == "D6" and d.get("stage") == stage), None)
+
+
+def _clip_level(stored: dict) -> Part | None:
+    """The design's secondary, clip-level analysis (a side finding): per test clip, the share of DLR's seeds right
+    minus S4D's, one-sided one-sample t over the clips against -margin."""
+    import numpy as np
+
+    from linrnn.experiments import stats
+    from linrnn.experiments.rules import _correct
+
+    arms = {m: [c for c in (_correct(r) for r in _stage_runs(CONFIRMATORY)(stored, "sc10", m)) if c is not None]
+            for m in ("dlr", "s4d")}
+    if min(len(v) for v in arms.values()) < stats.MIN_SEEDS or len({len(c) for v in arms.values() for c in v}) != 1:
+        return None
+    share = {m: np.mean(np.asarray(v, dtype=float), axis=0) for m, v in arms.items()}     # (clips,)
+    diff = share["dlr"] - share["s4d"]
+    test = stats.one_sample(list(diff), -MARGIN_ACCURACY, "greater")
+    return Part("", "reproduced" if test.significant else "inconclusive",
+                f"sc10, per clip (the confirmatory runs' {len(diff)} test clips, DLR's {len(arms['dlr'])} and S4D's "
+                f"{len(arms['s4d'])} seeds averaged): " + test.words("mean share right, DLR - S4D"),
+                part="comparable to or better than S4D on SC10, clip by clip", **tested(test))
+
+
 def settle_d6(stored: dict) -> list[Part]:
     """D6 at this scale: DLR's SC10 accuracy comparable to or better than S4D's (the claim's family: S4 and S4D;
-    S4 is not implemented here), `matches_parts`; the LRU and RotRNN are side findings."""
+    S4 is not implemented here), decided by the confirmatory run the record's design registered (`matches_parts`,
+    non-inferiority), once every planned run has finished. The exploratory runs (an unplanned interim look changed
+    their plan) and the clip-level analysis are side findings, as are the LRU and RotRNN."""
     family = [m for m in ("s4d",) if any(r.get("task") == "sc10" and r.get("model") == m for r in stored["runs"])]
     others = [m for m in ("lru", "rotrnn") if any(r.get("task") == "sc10" and r.get("model") == m
                                                   for r in stored["runs"])]
@@ -129,17 +217,62 @@ def settle_d6(stored: dict) -> list[Part]:
         return [Part("", "inconclusive", "sc10: S4D was not run, the claim's comparison", part="comparable to S4D on SC10",
                      power=needs("S4D's SC10 runs (the experiment runs them)"))]
     note = "; MFCC features of synthetic speech, not raw Speech Commands audio"
-    parts = [replace(p, part=f"comparable to or better than {NAMES[m]} on SC10", evidence=p.evidence + note)
-             for p, m in zip(matches_parts(stored, [("sc10", "dlr", m) for m in family], "{task}", NAMES), family)]
-    beside = [replace(p, part=f"comparable to or better than {NAMES[m]} on SC10", evidence=p.evidence + note)
-              for p, m in zip(matches_parts(stored, [("sc10", "dlr", m) for m in others], "{task}", NAMES), others)]
+    this = "comparable to or better than {} on SC10"
+    confirmatory = _design(stored, CONFIRMATORY)
+    parts: list[Part] = []
+    if confirmatory is None:
+        parts.append(Part("", "inconclusive", "sc10: this record has no confirmatory design of D6 (records before "
+                          "2026-12-07): its runs are exploratory", part=this.format("S4D"),
+                          power=needs("D6's confirmatory run (linrnn experiment speech --only stage=confirmatory)")))
+    else:
+        done, counts = _confirmatory_complete(stored, confirmatory)
+        if done:
+            decided = matches_parts(stored, [("sc10", "dlr", m) for m in family], "{task}", NAMES,
+                                    runs=_stage_runs(CONFIRMATORY))
+            parts += [replace(p, part=this.format(NAMES[m]), evidence=f"confirmatory run (registered "
+                              f"{confirmatory['registered']}, seeds {confirmatory['seeds'][0]}-"
+                              f"{confirmatory['seeds'][-1]}): " + p.evidence + note) for p, m in zip(decided, family)]
+            clip = _clip_level(stored)
+            parts += side([clip] if clip else [], "the design's secondary, clip-level analysis")
+        else:
+            parts.append(Part("", "inconclusive", f"sc10: the confirmatory run has {counts} planned seeds finished; "
+                              "its design judges it once, when all have finished (no look before)",
+                              part=this.format("S4D"),
+                              power=needs("the confirmatory run's remaining seeds (rerunning the experiment trains "
+                                          "only what is missing)", len(confirmatory["seeds"]))))
+    explored = matches_parts(stored, [("sc10", "dlr", m) for m in family], "{task}", NAMES, runs=_stage_runs(None))
+    look = _design(stored, "exploratory")
+    why = "exploratory: " + ("; ".join(look["looks"]) if look else "runs outside the confirmatory design")
+    parts += side([replace(p, part=this.format(NAMES[m]) + " (exploratory runs)", evidence=p.evidence + note
+                           + _after_look(stored, look)) for p, m in zip(explored, family)], why)
+    beside = [replace(p, part=this.format(NAMES[m]), evidence=p.evidence + note)
+              for p, m in zip(matches_parts(stored, [("sc10", "dlr", m) for m in others], "{task}", NAMES,
+                                            runs=_stage_runs(None)), others)]
     return parts + side(beside, "the claim compares DLR with S4 and S4D")
+
+
+def _after_look(stored: dict, look: dict | None) -> str:
+    """The exploratory difference split at the interim look: the seeds looked at, and those added after it."""
+    import numpy as np
+
+    if not look or not look.get("looked_at"):
+        return ""
+    seen = set(look["looked_at"]["seeds"])
+    out = []
+    for label, keep in (("the seeds looked at", lambda s: s in seen), ("the seeds added after the look",
+                                                                        lambda s: s not in seen)):
+        va = [float(r["value"]) for r in _stage_runs(None)(stored, "sc10", "dlr") if keep(r.get("seed"))]
+        vb = [float(r["value"]) for r in _stage_runs(None)(stored, "sc10", "s4d") if keep(r.get("seed"))]
+        if va and vb:
+            out.append(f"{label} ({len(va)} / {len(vb)}): DLR - S4D = {np.mean(va) - np.mean(vb):+.4f}")
+    return ("; " + "; ".join(out)) if out else ""
 
 
 EXPERIMENT = Experiment(
     "speech", ("R7", "D6"), "Speech Commands layouts (SC10, SC35) on synthetic speech: RotRNN, LRU, DLR, S4D",
     "test accuracy (SC35: at the best validation epoch; SC10: at the last epoch of a fixed budget)", speech_jobs,
-    speech_scale, controls=speech_controls,
-    brief=f"SC35 {len(R7_SEEDS)} seeds per arm until validation stops improving, SC10 {len(D6_SEEDS)} seeds at "
-          f"{SC10_EPOCHS} epochs; synthetic speech (espeak-ng) as MFCCs",
+    speech_scale, controls=speech_controls, design=speech_design,
+    brief=f"SC35 {len(R7_SEEDS)} seeds per arm until validation stops improving, SC10 {len(D6_SEEDS)} exploratory + "
+          f"{len(D6_CONFIRMATORY_SEEDS)} confirmatory seeds at {SC10_EPOCHS} epochs; synthetic speech (espeak-ng) as "
+          "MFCCs",
     note="synthetic speech (espeak-ng words), not the claims' Speech Commands recordings")

@@ -7,7 +7,9 @@ own numbers on known inputs and by simulation (the false-decision rate at 3 seed
 
     welch(a, b)                 two means over seeds: Welch's t (unequal variances) with its degrees of
                                 freedom, and the confidence interval of the difference a - b
+    welch_one_sided(a, b, side) one-sided Welch's t that a - b is above (below) a value, with its one-sided interval
     beyond_margin(a, b, m)      one-sided Welch's t that a - b < -m (worse by more than the margin)
+    non_inferiority(a, b, m)    one-sided Welch's t that a - b > -m (no worse than the margin): "matches or beats"
     tost(a, b, m)               equivalence within +-m: two one-sided Welch tests (TOST); the interval is
                                 the 1 - 2 alpha one, which lies inside (-m, m) exactly when TOST decides
     one_sample(x, bar, side)    the mean over seeds above (or below) a threshold: one-sample t, one-sided
@@ -17,8 +19,8 @@ own numbers on known inputs and by simulation (the false-decision rate at 3 seed
     binomial_above(k, n, rate)  one run's accuracy above a chance rate: exact binomial test, one-sided
     holm(tests)                 a family of tests: Holm's step-down adjustment of their p-values
     exponent(lengths, times, b) the exponent of time against L fitted by least squares on log-log over
-                                repeated, interleaved timings, with its interval; it is below b when the
-                                one-sided upper bound is
+                                repeated, interleaved timings, with its one-sided interval; it is below b
+                                when the one-sided upper bound is
     exponent_clustered(...)     the same fit with each round a cluster (statsmodels' cluster-robust
                                 covariance, t with rounds - 1 degrees of freedom) and the median of the
                                 per-round Theil-Sen slopes beside it: timings of one round share the
@@ -124,23 +126,44 @@ def welch(a: Sequence[float], b: Sequence[float], alpha: float = ALPHA) -> Test:
                 1 - alpha, df=float(res.df))
 
 
-def beyond_margin(a: Sequence[float], b: Sequence[float], margin: float, alpha: float = ALPHA) -> Test:
-    """One-sided Welch's t-test that mean(a) - mean(b) < -margin (a worse than b by more than the margin),
-    with the one-sided (1 - alpha) upper bound as the interval's high end."""
+def welch_one_sided(a: Sequence[float], b: Sequence[float], side: str, value: float = 0.0, alpha: float = ALPHA,
+                    name: str | None = None, margin: float | None = None) -> Test:
+    """One-sided Welch's t-test that mean(a) - mean(b) > value (side "greater") or < value ("less"), with the
+    one-sided (1 - alpha) interval of the difference that the test inverts: [low, +inf) or (-inf, high], below
+    (above) `value` exactly when p < alpha."""
     from statsmodels.stats.weightstats import CompareMeans, DescrStatsW
 
     a, b, alpha = _values("a", a, 2), _values("b", b, 2), _check_alpha(alpha)
-    if not margin >= 0:
-        raise LinrnnError(f"margin: expected a number >= 0, found {margin!r}")
+    if side not in ("greater", "less"):
+        raise LinrnnError(f"side: expected greater or less, found {side!r}")
+    name = name or f"Welch's t, one-sided ({'above' if side == 'greater' else 'below'} {value:g})"
     effect = float(a.mean() - b.mean())
     if _constant(a) and _constant(b):
-        return Test("Welch's t, one-sided, beyond the margin", (len(a), len(b)), effect, (effect, effect), math.nan,
-                    alpha, 1 - alpha, margin, note="no spread in either arm")
+        return Test(name, (len(a), len(b)), effect, (effect, effect), math.nan, alpha, 1 - alpha, margin,
+                    note="no spread in either arm")
     compare = CompareMeans(DescrStatsW(a), DescrStatsW(b))
-    _, p, df = compare.ttest_ind(alternative="smaller", usevar="unequal", value=-margin)
-    _, high = compare.tconfint_diff(alpha=alpha, alternative="smaller", usevar="unequal")
-    return Test("Welch's t, one-sided, beyond the margin", (len(a), len(b)), effect, (-math.inf, float(high)),
-                float(p), alpha, 1 - alpha, margin, float(df))
+    alternative = "larger" if side == "greater" else "smaller"
+    _, p, df = compare.ttest_ind(alternative=alternative, usevar="unequal", value=value)
+    low, high = compare.tconfint_diff(alpha=alpha, alternative=alternative, usevar="unequal")
+    ci = (float(low), math.inf) if side == "greater" else (-math.inf, float(high))
+    return Test(name, (len(a), len(b)), effect, ci, float(p), alpha, 1 - alpha, margin, float(df))
+
+
+def beyond_margin(a: Sequence[float], b: Sequence[float], margin: float, alpha: float = ALPHA) -> Test:
+    """One-sided Welch's t-test that mean(a) - mean(b) < -margin (a worse than b by more than the margin),
+    with the one-sided (1 - alpha) upper bound as the interval's high end."""
+    if not margin >= 0:
+        raise LinrnnError(f"margin: expected a number >= 0, found {margin!r}")
+    return welch_one_sided(a, b, "less", -margin, alpha, "Welch's t, one-sided, beyond the margin", margin)
+
+
+def non_inferiority(a: Sequence[float], b: Sequence[float], margin: float, alpha: float = ALPHA) -> Test:
+    """One-sided Welch's t-test of non-inferiority: mean(a) - mean(b) > -margin (a no worse than b by the margin),
+    with the one-sided (1 - alpha) lower bound as the interval's low end. Unlike "equivalent, or better", its power
+    goes to 1 with the seeds when a and b are truly equal."""
+    if not margin > 0:
+        raise LinrnnError(f"margin: expected a number > 0, found {margin!r}")
+    return welch_one_sided(a, b, "greater", -margin, alpha, "Welch's t, one-sided non-inferiority", margin)
 
 
 def tost(a: Sequence[float], b: Sequence[float], margin: float, alpha: float = ALPHA) -> Test:
@@ -281,9 +304,10 @@ def exponent(lengths: Sequence[float], times: Sequence[float], bound: float, alp
         raise LinrnnError(f"exponent: expected timings at 3 or more lengths, found {sorted(set(L.tolist()))}")
     fit = sm.OLS(np.log(t), sm.add_constant(np.log(L))).fit()
     slope = float(fit.params[1])
-    # the (1 - 2 alpha) two-sided interval: its high end is the one-sided (1 - alpha) upper bound, below `bound`
-    # exactly when the one-sided p is below alpha
+    # the one-sided (1 - alpha) interval: the high (low) end of the (1 - 2 alpha) two-sided one, below (above)
+    # `bound` exactly when the one-sided p is below alpha
     low, high = (float(v) for v in fit.conf_int(2 * alpha)[1])
+    low, high = (-math.inf, high) if side == "less" else (low, math.inf)
     # one-sided p: the two-sided p of b = bound, halved on the side the estimate lies on
     two_sided = float(fit.t_test(([0.0, 1.0], bound)).pvalue)
     below = slope < bound if side == "less" else slope > bound
@@ -291,7 +315,7 @@ def exponent(lengths: Sequence[float], times: Sequence[float], bound: float, alp
     word = "below" if side == "less" else "above"
     end = "high" if side == "less" else "low"
     return Test("least-squares exponent of time against L (log-log)", (len(L),), slope, (low, high), p, alpha,
-                1 - 2 * alpha, margin=None, df=float(fit.df_resid),
+                1 - alpha, margin=None, df=float(fit.df_resid),
                 note=f"one-sided p that the exponent is {word} {bound:g}; the interval's {end} end is its "
                      f"one-sided {100 * (1 - alpha):g} % bound")
 
@@ -315,14 +339,14 @@ def exponent_clustered(lengths: Sequence[float], times: Sequence[float], rounds:
     x, y = np.log(L), np.log(t)
     fit = sm.OLS(y, sm.add_constant(x)).fit(cov_type="cluster", cov_kwds={"groups": groups}, use_t=True)
     slope = float(fit.params[1])
-    low, high = (float(v) for v in fit.conf_int(2 * alpha)[1])
+    high = float(fit.conf_int(2 * alpha)[1][1])       # the one-sided (1 - alpha) upper bound
     two_sided = float(fit.t_test(([0.0, 1.0], bound)).pvalue)
     p = two_sided / 2 if slope < bound else 1 - two_sided / 2
     per_round = [float(theilslopes(y[groups == g], x[groups == g])[0]) for g in np.unique(groups)
                  if len(np.unique(x[groups == g])) >= 2]
     clusters = len(np.unique(groups))
     return Test("least-squares exponent of time against L (log-log), rounds as clusters", (len(L),), slope,
-                (low, high), p, alpha, 1 - 2 * alpha, df=float(clusters - 1),
+                (-math.inf, high), p, alpha, 1 - alpha, df=float(clusters - 1),
                 note=f"one-sided p that the exponent is below {bound:g}; the interval's high end is its one-sided "
                      f"{100 * (1 - alpha):g} % bound; cluster-robust over {clusters} rounds; median of the per-round "
                      f"Theil-Sen slopes {float(np.median(per_round)):.3f} (range {min(per_round):.3f} to "

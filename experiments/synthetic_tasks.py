@@ -150,8 +150,6 @@ def _struggles(stored: dict, runs: list[dict], values: list[float], control: dic
     """The paper's "struggle" at one length: DLR's R^2 on ContextShift below the control's (a model that learns the
     task at the same task, length and data) by a one-sided Welch t, with the control learned. DLR solving it (above
     SOLVED_R2) or doing as well as the control contradicts it."""
-    from statsmodels.stats.weightstats import CompareMeans, DescrStatsW
-
     rows = [r for r in stored["runs"] if r.get("control") == control.get("name") and not diverged(r)]
     reference = [float(r["value"]) for r in rows]
     what = (f"DLR's final validation R^2 on ContextShift at L = {L}: {mean_sd(values)}, the control "
@@ -160,10 +158,7 @@ def _struggles(stored: dict, runs: list[dict], values: list[float], control: dic
         return Part(source, "inconclusive", f"{what}: a decision needs {stats.MIN_SEEDS} seeds per arm", scale,
                     part=STRUGGLES, control=public(control), baseline=baseline,
                     power=needs(f"at least {stats.MIN_SEEDS} seeds of DLR and of the control", stats.MIN_SEEDS))
-    test = stats.welch(values, reference)
-    compare = CompareMeans(DescrStatsW(np.asarray(values)), DescrStatsW(np.asarray(reference)))
-    _, p_lower, _ = compare.ttest_ind(alternative="smaller", usevar="unequal")
-    lower = replace(test, name="Welch's t, one-sided (DLR below the control)", p=float(p_lower))
+    lower = stats.welch_one_sided(values, reference, "less", name="Welch's t, one-sided (DLR below the control)")
     solved = stats.one_sample(values, SOLVED_R2, "greater")
     enough = min(lower.n) >= stats.MIN_SEEDS
     if not enough:
@@ -175,7 +170,7 @@ def _struggles(stored: dict, runs: list[dict], values: list[float], control: dic
     else:
         verdict, why = "inconclusive", "DLR not shown below the control"
     verdict, why = with_control(verdict, why, control)
-    power = None if verdict != "inconclusive" else power_two_arms(values, reference, effect=-test.effect,
+    power = None if verdict != "inconclusive" else power_two_arms(values, reference, effect=-lower.effect,
                                                                   what="DLR is not below the control")
     return Part(source, verdict, f"{what}; " + lower.words("DLR - control") + f": {why}; {control['evidence']}",
                 scale, part=STRUGGLES, control=public(control), baseline=baseline, power=power, against=solved,

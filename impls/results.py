@@ -128,6 +128,10 @@ class ExperimentRecord(Record):
     # the best trivial predictor of each task, length and data set of the runs (`linrnn.tasks.trivial`): the bar
     # an arm must clear to have learned; empty in records written before it was measured
     trivial: list = field(default_factory=list)
+    # what was fixed before the runs it covers, and every look taken in between (`Experiment.design`): a claim's
+    # confirmatory run (its runs, rule, margin, seeds and budget, registered before any of them trained) and the
+    # interim looks of earlier runs (what was seen and what changed after); empty in records without one
+    design: list = field(default_factory=list)
     envelope: Envelope | None = None
 
 

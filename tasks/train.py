@@ -227,6 +227,8 @@ class RunResult:
                                   # split's per-example predictions where the task has one label per example)
     rank: int = 0                 # this process in data parallel (only rank 0 writes and prints)
     stopped_early: bool = False   # `patience` evaluations without improvement ended the run before its last step
+    final_predictions: dict | None = None   # data tasks: the last evaluation's per-example test predictions (a run
+                                            # scored at a fixed budget is scored at its last evaluation)
 
 
 def evaluate(adapter, config: TrainConfig) -> dict[str, float]:
@@ -314,6 +316,7 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after
     spe = source.steps_per_epoch
     monitor = config.data_task.monitor if config.is_data_task else None
     losses, evaluations = [], []
+    final_predictions = None      # the last evaluation's per-example test predictions (a fixed budget scores it)
     bar = tqdm(total=total, initial=start, desc=f"{config.task} {config.model} {config.backend}", unit="step",
                disable=not (progress and lead), file=sys.stderr, dynamic_ncols=True)
     tic = time.perf_counter()
@@ -360,6 +363,7 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after
                 metrics = source.evaluate(adapter)
                 record = {"step": done, **({"epoch": round(done / spe, 6)} if spe else {}), **metrics}
                 evaluations.append(record)
+                final_predictions = source.predictions
                 if monitor and (best is None or metrics["val"][monitor] > best["val"][monitor]):
                     best = record if source.predictions is None else {**record, "predictions": source.predictions}
                     stale = 0
@@ -392,7 +396,7 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after
     seconds = (time.perf_counter() - tic) / (end - start) if end > start else None
     bundle = adapter.to_bundle()
     result = RunResult(config, end, losses, evaluations, seconds, bundle, best, adapter.rank,
-                       stopped_early=stopped)
+                       stopped_early=stopped, final_predictions=final_predictions)
     # a finished run resumed again takes no step: its results (and their time per step) stay as they were
     if (end == total or stopped) and lead and (end > start or not (out / RUN_RESULTS).exists()):
         write_results(out, result)
@@ -434,7 +438,8 @@ def write_results(out: Path, result: RunResult) -> Path:
         steps=result.steps_done,
         stopped_early=result.stopped_early,
         seconds_per_step=result.seconds_per_step,
-        final=result.evaluations[-1] if result.evaluations else None,
+        final=(None if not result.evaluations else result.evaluations[-1] if result.final_predictions is None
+               else {**result.evaluations[-1], "predictions": result.final_predictions}),
         best=result.best,
         train_loss=[h["loss"] for h in history if "loss" in h],
         evaluations=[{"step": h["step"], **h["eval"]} for h in history if "eval" in h],

@@ -45,7 +45,7 @@ RUN_KEYS = ("name", "status", "metric", "value", "steps", "seconds_per_step", "p
             # took (a control must share the arms' task, length and data; power's compute), the final metrics
             # (norms-listops), how it was scored
             "seed", "backend", "control", "baseline", "examples", "predictions", "best_step", "stopped_early",
-            "data", "wall_seconds", "final", "scored")
+            "data", "wall_seconds", "final", "scored", "stage")
 # the config fields the rules read: a run's setting (task, length, data options) and its depth (synthetic-tasks)
 CONFIG_KEYS = ("task", "length", "n_layers", "data_options", "steps", "lr", "batch_size", "eval_batches")
 
@@ -77,7 +77,8 @@ def check_stored(record) -> str | None:
         return f"experiment: expected one of {', '.join(experiments.EXPERIMENTS)}, found {record['experiment']!r}"
     keys = runner.table_keys(record)
     for i, run in enumerate(record["runs"]):
-        absent = [k for k in keys if k not in run and not (run.get("control") and k != "task")]
+        absent = [k for k in keys if k not in run and k not in runner.OPTIONAL_KEYS
+                  and not (run.get("control") and k != "task")]
         if absent:                      # a positive control's run needs only its task (it is not in the table)
             return f"record.runs[{i}]: missing the label(s) {', '.join(absent)}"
         if run["status"] == "ok" and not _is_number(run.get("value")):
@@ -108,6 +109,7 @@ def load_stored(directory: Path) -> tuple[list[dict], list[list[str]]]:
                        "brief": record.get("brief") if isinstance(record.get("brief"), str) else "",
                        "controls": record.get("controls") if isinstance(record.get("controls"), list) else [],
                        "trivial": record.get("trivial") if isinstance(record.get("trivial"), list) else [],
+                       "design": record.get("design") if isinstance(record.get("design"), list) else [],
                        "keys": list(keys), "cells": runner.table_cells(record), "runs": runs})
     return stored, skipped
 
