@@ -30,6 +30,10 @@ import numpy as np
 
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.tolerance import compare, tolerance
+from linrnn.verify.conform_bundles import SHORT_LENGTHS, SHORT_NAME, rng_for, run_one, variant_name
+from linrnn.verify.conform_diagnoses import float32_level
+from linrnn.verify.conform_layer import _accepts, _why, as_array, check_output
+from linrnn.verify.conform_results import Check, Diagnosis
 
 D = 3                                  # channels; the batch has 3 rows
 BATCH = 3
@@ -91,9 +95,9 @@ class Battery:
     """Every check of one scan target in one dtype."""
 
     def __init__(self, name: str, build: Callable, dtype: str, lengths: tuple[int, ...], seed: int,
-                 pins: Mapping[str, Any], long_length: int, conform, very_long_length: int = 0):
+                 pins: Mapping[str, Any], long_length: int, very_long_length: int = 0):
         self.name, self.build, self.dtype, self.lengths = name, build, dtype, lengths
-        self.pins, self.long_length, self.conform = dict(pins), long_length, conform
+        self.pins, self.long_length = dict(pins), long_length
         self.very_long_length = very_long_length
         self.seed = seed
         self.built: dict[str, Any] = {}
@@ -103,14 +107,14 @@ class Battery:
         """The target's call for `cfg` (built once); NotImplementedError passes through."""
         key = json.dumps(cfg, sort_keys=True)
         if key not in self.built:
-            kwargs = {"dtype": self.dtype} if self.conform._accepts(self.build, "dtype") else {}
+            kwargs = {"dtype": self.dtype} if _accepts(self.build, "dtype") else {}
             try:
                 self.built[key] = self.build({}, dict(cfg), **kwargs)
             except (NotImplementedError, LinrnnError):
                 raise
             except Exception as err:
                 raise LinrnnError(f"target {self.name}: building it for {describe(cfg)} raised "
-                                  f"{self.conform._why(err)}") from None
+                                  f"{_why(err)}") from None
             if not callable(self.built[key]):
                 raise LinrnnError(f"target {self.name}: function(bundle, config) returned "
                                   f"{type(self.built[key]).__name__}, expected a callable (a, b) -> x")
@@ -124,17 +128,17 @@ class Battery:
             raise
         except Exception as err:
             raise LinrnnError(f"target {self.name}: {what}: calling it on a, b of shape {a.shape} raised "
-                              f"{self.conform._why(err)}") from None
-        arr = self.conform.as_array(self.name, what, x)
+                              f"{_why(err)}") from None
+        arr = as_array(self.name, what, x)
         self.output_dtype = arr.dtype
         if np.iscomplexobj(arr) and not cfg["complex"]:
             raise LinrnnError(f"target {self.name}: {what}: expected a real output for real a and b, found "
                               f"dtype {arr.dtype}")
         if np.iscomplexobj(arr):
             if arr.shape != b.shape or not np.all(np.isfinite(arr)):
-                self.conform.check_output(self.name, what, arr.real, b.shape)
+                check_output(self.name, what, arr.real, b.shape)
             return arr.astype(np.complex128)
-        return self.conform.check_output(self.name, what, arr, b.shape)
+        return check_output(self.name, what, arr, b.shape)
 
     def schedule(self) -> list[tuple[str, dict[str, Any], Callable]]:
         """The battery in order: (name, the fields its variant sets, the check); building it runs nothing."""
@@ -148,12 +152,12 @@ class Battery:
         if self.long_length:
             name = f"long L={self.long_length}"
             out.append((name, {}, functools.partial(case, name, base, self.long_length, "near 1")))
-        out.append((self.conform.SHORT_NAME, {}, functools.partial(self.short, base)))
+        out.append((SHORT_NAME, {}, functools.partial(self.short, base)))
         if self.very_long_length:
             name = f"very long L={self.very_long_length}"
             out.append((name, {}, functools.partial(case, name, base, self.very_long_length, "near 1", 1)))
         for fields in variants(self.pins)[1:]:
-            name = self.conform.variant_name(fields)
+            name = variant_name(fields)
             out.append((name, fields, functools.partial(case, name, make_config(**{**self.pins, **fields}), L,
                                                         "default")))
         return out
@@ -163,28 +167,27 @@ class Battery:
 
     def one(self, name: str):
         """The check `name` alone, run once."""
-        return self.conform.run_one(self, name)
+        return run_one(self, name)
 
     def short(self, cfg: dict):
         """Every length 1..8 (where chunked scans have failed): the worst against its tolerance, the failing named."""
-        found = [self.case(f"{self.conform.SHORT_NAME}: L={n}", cfg, n, "default") for n in self.conform.SHORT_LENGTHS]
+        found = [self.case(f"{SHORT_NAME}: L={n}", cfg, n, "default") for n in SHORT_LENGTHS]
         if any(c.status == "n/a" for c in found):
             na = next(c for c in found if c.status == "n/a")
-            na.name = self.conform.SHORT_NAME
+            na.name = SHORT_NAME
             return na
         worst = max(found, key=lambda c: c.rel / c.rtol)
-        bad = [n for n, c in zip(self.conform.SHORT_LENGTHS, found) if c.status == "fail"]
-        worst.name = self.conform.SHORT_NAME
+        bad = [n for n, c in zip(SHORT_LENGTHS, found) if c.status == "fail"]
+        worst.name = SHORT_NAME
         worst.detail += f"; the worst against its tolerance of lengths 1-8; failing lengths: {' '.join(map(str, bad)) or 'none'}"
         if bad and len(bad) < len(found) and not worst.diagnoses:
-            worst.diagnoses = [self.conform.Diagnosis("short_lengths", f"the output is wrong at L = "
+            worst.diagnoses = [Diagnosis("short_lengths", f"the output is wrong at L = "
                                                       f"{', '.join(map(str, bad))} and conforms at the other lengths "
                                                       f"of 1-8 (error {worst.rel:.2e}, tolerance {worst.rtol:.2e})")]
         return worst
 
     def case(self, name: str, cfg: dict, L: int, radii: str, batch: int | None = None):
-        Check = self.conform.Check
-        a, b = inputs(cfg, self.conform.rng_for(self.seed, name), L, RADII[radii])
+        a, b = inputs(cfg, rng_for(self.seed, name), L, RADII[radii])
         if batch:                                           # the very long check: one row
             a, b = a[:batch], b[:batch]
         r = float(np.max(np.abs(a)))
@@ -203,7 +206,6 @@ class Battery:
 
     def explain(self, cfg: dict, a, b, x, rel: float, L: int, r: float) -> list:
         """The other direction, the real parts only, or the float32 level."""
-        Diagnosis = self.conform.Diagnosis
         fit_tol = tolerance("forward", "float32" if self.dtype == "float64" else self.dtype, L, r).rtol
         other = reference({**cfg, "reverse": not cfg["reverse"]}, a, b)
         if L > 1 and compare("direction", other, x, "forward", "float64").rel <= fit_tol:
@@ -215,7 +217,7 @@ class Battery:
             if compare("real parts", real.astype(complex), x, "forward", "float64").rel <= fit_tol:
                 return [Diagnosis("scan_real_only", f"complex inputs lose their imaginary parts: the output is the "
                                                     f"scan of Re a and Re b (error against the contract {rel:.2e})")]
-        level = self.conform.float32_level(self.dtype, rel, L, r, output_dtype=self.output_dtype)
+        level = float32_level(self.dtype, rel, L, r, output_dtype=self.output_dtype)
         return [level] if level else []
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from linrnn.impls import results
-from linrnn.verify import conform
+from linrnn.verify import conform, conform_bundles
 from linrnn.impls.config import RECURRENT_KINDS, config_from_dict, config_to_dict
 from linrnn.impls.reference import apply_mixer
 
@@ -30,7 +30,7 @@ def no_very_long_check(request, monkeypatch):
     """The very long check (L = 2^16 + 1: about a second of reference per dtype) runs in the tests about it (named
     `..._very_long_...`); the others leave it out, as `linrnn conform --very-long 0` does."""
     if "very_long" not in request.node.name:
-        monkeypatch.setattr(conform, "VERY_LONG_LENGTH", 0)
+        monkeypatch.setattr(conform_bundles, "VERY_LONG_LENGTH", 0)
 
 
 def keys(result: conform.Result) -> set[str]:

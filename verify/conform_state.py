@@ -1,0 +1,178 @@
+"""`linrnn conform`'s checks of what a call carries or takes besides u: the state handed from one call to the next
+(split in two, token by token), packed sequences (`segments=`) and padded rows (`lengths=`) (`Battery`'s part,
+`linrnn.verify.conform_battery`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from linrnn.impls.errors import LinrnnError
+from linrnn.impls.reference import spectral_radius
+from linrnn.verify.conform_bundles import BATCH, H, bundle_for, make_config
+from linrnn.verify.conform_diagnoses import explain_state
+from linrnn.verify.conform_layer import Layer, describe
+from linrnn.verify.conform_reference import reference, rel_error
+from linrnn.verify.conform_results import Check, Diagnosis
+
+
+class StateChecks:
+    """The state, packing and padding checks of `Battery`."""
+
+    # -- the state --------------------------------------------------------------------------------
+
+    def state(self, L: int) -> Check:
+        name = "state"
+        if not self.layer.takes_state:
+            return Check(name, self.dtype, "n/a", detail="the callable takes no state=")
+        if getattr(self.cfg, "bidirectional", False) or getattr(self.cfg, "max_kernel_length", None):
+            return Check(name, self.dtype, "n/a", detail="a bidirectional layer, or a truncated DLR kernel, has no "
+                                                         "state (docs/models.md)")
+        if L < 2:
+            return Check(name, self.dtype, "n/a", detail="needs a length >= 2 to split")
+        k = L // 2
+        u = self.rng(name).standard_normal((BATCH, L, H))
+        whole, _ = self.layer(u, "state: one call")
+        first, carried = self.layer(u[:, :k], "state: first call")
+        second, _ = self.layer(u[:, k:], "state: second call", carried)
+        tol = self.tol(L)
+        split = np.concatenate([first, second], axis=1)
+        c = self.check(name, rel_error(whole, split), tol,
+                       f"L = {L} split {k} + {L - k}, B = {BATCH}, against the target's own single call")
+        if c.status == "fail":
+            level = self.level(self.cfg, c.rel, L, self.radius)
+            zero, _ = self.layer(u[:, k:], "state: second part from zero")
+            c.diagnoses = level or explain_state(whole[:, k:], second, zero, tol,
+                                                              self.fit_tol(L, self.radius))
+        return c
+
+    def stateless(self, name: str) -> Check | None:
+        """The "n/a" of a check that passes states, where the target or the layer has none; else None."""
+        if not self.layer.takes_state:
+            return Check(name, self.dtype, "n/a", detail="the callable takes no state=")
+        if getattr(self.cfg, "bidirectional", False) or getattr(self.cfg, "max_kernel_length", None):
+            return Check(name, self.dtype, "n/a", detail="a bidirectional layer, or a truncated DLR kernel, has no "
+                                                         "state (docs/models.md)")
+        return None
+
+    def handover(self, L: int) -> Check:
+        """The sequence split in two calls at several points (1, L/2, L - 1) and run one token at a time, each state
+        passed on, against the target's own single call."""
+        name = "state hand-over"
+        if (na := self.stateless(name)) or L < 2:
+            return na or Check(name, self.dtype, "n/a", detail="needs a length >= 2 to split")
+        u = self.rng(name).standard_normal((BATCH, L, H))
+        whole, _ = self.layer(u, f"{name}: one call")
+        runs: dict[str, np.ndarray] = {}
+        for k in sorted({1, L // 2, L - 1}):
+            first, carried = self.layer(u[:, :k], f"{name}: the first {k} positions")
+            runs[f"split {k} + {L - k}"] = np.concatenate(
+                [first, self.layer(u[:, k:], f"{name}: the positions after {k}", carried)[0]], axis=1)
+        carried, steps = None, []
+        for t in range(L):
+            y, carried = self.layer(u[:, t:t + 1], f"{name}: position {t} alone", carried)
+            steps.append(y)
+        runs["token by token"] = np.concatenate(steps, axis=1)
+        errors = {what: rel_error(whole, y) for what, y in runs.items()}
+        tol = self.tol(L)
+        c = self.check(name, max(errors.values()), tol, f"L = {L}, B = {BATCH}, against the target's own single "
+                                                        f"call; errors: " + ", ".join(f"{k} {v:.2e}"
+                                                                                      for k, v in errors.items()))
+        if c.status == "fail":
+            c.diagnoses = self.level(self.cfg, c.rel, L, self.radius) or self.explain_handover(u, whole, runs, errors,
+                                                                                                 tol)
+        return c
+
+    def explain_handover(self, u, whole, runs, errors, tol) -> list[Diagnosis]:
+        """Which hand-over fails: one token at a time only (from which position), or a split (named as `state`)."""
+        probe_tol = self.fit_tol(u.shape[1], self.radius)
+        splits = {what: e for what, e in errors.items() if what != "token by token"}
+        if all(e <= tol for e in splits.values()):
+            scale = float(np.max(np.abs(whole)))
+            per_t = np.max(np.abs(runs["token by token"] - whole), axis=(0, 2)) / scale
+            t = int(np.argmax(per_t > tol))
+            return [Diagnosis("handover_tokens", f"the state hand-over fails one token at a time: its outputs depart "
+                                                 f"from the single call at position t = {t} (error "
+                                                 f"{errors['token by token']:.2e}, tolerance {tol:.2e}), while every "
+                                                 f"split in two calls conforms")]
+        what = next(w for w, e in splits.items() if e > tol)
+        k = int(what.split()[1])
+        zero, _ = self.layer(u[:, k:], "state hand-over: the second part from zero")
+        return explain_state(whole[:, k:], runs[what][:, k:], zero, tol, probe_tol)
+
+    def packing(self, L: int) -> Check:
+        """Packed sequences (segment ids, where the callable takes `segments=`): each computed as if alone, the state
+        reset where one begins."""
+        name = "packing"
+        if not self.layer.takes_segments:
+            return Check(name, self.dtype, "n/a", detail="the callable takes no segments= (packed sequences)")
+        if L < 2:
+            return Check(name, self.dtype, "n/a", detail="needs a length >= 2 to pack two sequences")
+        rng = self.rng(name)
+        u = rng.standard_normal((BATCH, L, H))
+        starts = rng.random((BATCH, L - 1)) < 0.3
+        starts[0, L // 2 - 1] = True                          # row 0 has a boundary, row 1 none
+        starts[1] = False
+        segments = np.concatenate([np.zeros((BATCH, 1), np.int64), np.cumsum(starts, axis=1)], axis=1)
+        try:
+            ref = reference(self.cfg, self.params, u, segments=segments)
+        except LinrnnError as err:              # a registered model whose reference has no packed sequences
+            return Check(name, self.dtype, "n/a", detail=f"the {self.kind} reference takes no packed sequences: {err}")
+        y, _ = self.layer(u, name, segments=segments)
+        tol = self.tol(L)
+        c = self.check(name, rel_error(ref, y), tol, f"L = {L}, B = {BATCH}, segments of lengths "
+                                                     f"{[np.bincount(r).tolist() for r in segments]}")
+        if c.status == "fail":
+            level = self.level(self.cfg, c.rel, L, self.radius)
+            whole = reference(self.cfg, self.params, u)
+            if level:
+                c.diagnoses = level
+            elif rel_error(whole, y) <= self.fit_tol(L, self.radius):
+                c.diagnoses = [Diagnosis("packing_no_reset", f"the state does not reset where a packed sequence "
+                                                             f"begins: the output is each row's run as one sequence "
+                                                             f"(error against the sequences alone {c.rel:.2e}, "
+                                                             f"tolerance {tol:.2e})")]
+        return c
+
+    def padding(self, L: int) -> Check:
+        """Padded rows (valid lengths, where the callable takes `lengths=`), in the bidirectional form where the kind
+        has one (its backward scan starts in the padding): each row's valid part as if alone, 0 at the padding."""
+        name = "padding"
+        if not self.layer.takes_lengths:
+            return Check(name, self.dtype, "n/a", detail="the callable takes no lengths= (padded rows)")
+        cfg, params, layer = self.cfg, self.params, self.layer
+        if hasattr(cfg, "bidirectional") and "bidirectional" not in self.pins:
+            both = make_config(self.kind, **{**self.pins, "bidirectional": True})
+            try:
+                layer = Layer(self.name, self.build, both, bundle_for(both, self.seed), self.dtype)
+                cfg, params = both, bundle_for(both, self.seed)
+            except NotImplementedError:
+                pass                                             # the forward-only layer's padding, then
+        rng = self.rng(name)
+        lengths = np.array([L, max(1, (L + 1) // 2), 1][:BATCH], np.int64)
+        u = rng.standard_normal((BATCH, L, H))
+        mask = np.arange(L)[None, :] < lengths[:, None]
+        u = np.where(mask[..., None], u, 10.0 * rng.standard_normal((BATCH, L, H)))    # loud padding
+        try:
+            ref = reference(cfg, params, u, lengths=lengths)
+        except LinrnnError as err:              # a registered model whose reference has no padded rows
+            return Check(name, self.dtype, "n/a", detail=f"the {self.kind} reference takes no padded rows: {err}")
+        y, _ = layer(u, name, lengths=lengths)
+        radius = spectral_radius(cfg, params)
+        tol = self.tol(L, radius)
+        c = self.check(name, rel_error(ref, y), tol, f"{describe(cfg)}, L = {L}, valid lengths "
+                                                     f"{' '.join(map(str, lengths))}, padding 10 x the inputs")
+        if c.status == "fail":
+            level = self.level(cfg, c.rel, L, radius)
+            scale = float(np.max(np.abs(ref)))
+            valid = float(np.max(np.abs(np.where(mask[..., None], y - ref, 0.0)))) / scale
+            if level:
+                c.diagnoses = level
+            elif valid <= self.fit_tol(L, radius):
+                c.diagnoses = [Diagnosis("padding_not_zero", f"the output at the padded positions is not 0 (error "
+                                                             f"{c.rel:.2e}, tolerance {tol:.2e}); the valid positions "
+                                                             f"conform")]
+            else:
+                c.diagnoses = [Diagnosis("padding_leaks", f"the padding reaches the valid positions: they err by "
+                                                          f"{valid:.2e} against each row alone (tolerance {tol:.2e})")]
+        return c
