@@ -13,9 +13,9 @@ from dataclasses import replace
 import numpy as np
 
 from linrnn.experiments import stats
-from linrnn.experiments.evidence import (CV_REPRODUCED, MARGIN_ACCURACY, POWER, Part, experiment_control,
-                                         fmt_p, learned, mean_sd, needs, not_learned_power, power_one_sample,
-                                         power_two_arms, public, run_seconds, seeds_for, tested, with_control)
+from linrnn.experiments.evidence import (ALMOST_CONSTANT_CV, FLATTER_RATIO, MARGIN_ACCURACY, Part, experiment_control,
+                                         fmt_p, learned, mean_sd, needs, not_learned_power, power_dict,
+                                         power_one_sample, power_two_arms, public, run_seconds, tested, with_control)
 
 def threshold_part(values: list[float], bar: float, side_: str, source: str, part: str, what: str, scale: str,
                    holds: str, control: dict | None = None, baseline: dict | None = None,
@@ -26,13 +26,16 @@ def threshold_part(values: list[float], bar: float, side_: str, source: str, par
     (`baseline`): the test is against the higher of the two."""
     level = max(bar, baseline["score"]) if side_ == "greater" and baseline is not None else bar
     if len(values) < 2:
+        wrong = bool(values) and ((values[0] <= level) if side_ == "greater" else (values[0] >= level))
+        power = (power_dict(None, None, f"one run at {values[0]:.3g}, on the wrong side of {level:g}: at the observed "
+                            "value no seed count at this setting would show it; a setting at which it is on the "
+                            "right side would", effect=float(values[0])) if wrong else
+                 power_dict(stats.MIN_SEEDS, None if seconds is None else round(stats.MIN_SEEDS * seconds / 3600, 1),
+                            "one value: no spread to compute power from; the minimum the ledger decides with",
+                            effect=float(values[0]) if values else None))
         return Part(source, "inconclusive", f"{what}: {mean_sd(values)}: a decision needs {stats.MIN_SEEDS} seeds",
                     part=part, control=public(control), scale=scale, baseline=baseline,
-                    n=(len(values),), effect=float(values[0]) if values else None,
-                    power={"seeds_per_arm": stats.MIN_SEEDS, "cpu_hours": None if seconds is None else
-                           round(stats.MIN_SEEDS * seconds / 3600, 1),
-                           "assumption": "one value: no spread to compute power from; the minimum the ledger decides "
-                                         "with"})
+                    n=(len(values),), effect=float(values[0]) if values else None, power=power)
     test = stats.one_sample(values, level, side_)
     if min(test.n) < stats.MIN_SEEDS:
         verdict, why = "inconclusive", f"{min(test.n)} seeds: a decision needs {stats.MIN_SEEDS}"
@@ -289,65 +292,91 @@ def matches_parts(stored: dict, comparisons: list[tuple[str, str, str]], part: s
     return parts
 
 
-def flatter_by_layer(cvs: dict[tuple[str, int], list[float]], layers: list[int], source: str, scale: str,
-                     seconds: tuple[float | None, float | None] = (None, None)) -> list[Part]:
-    """R8, one part per layer: RotRNN's coefficient of variation over training (one value per seed) against the
-    LRU's. "Flatter" (reproduced) when RotRNN's CV is at most CV_REPRODUCED x the LRU's: a one-sided Welch t-test of
-    the log CVs, mean(log RotRNN) - mean(log LRU) < log CV_REPRODUCED (a ratio of geometric means), at alpha (an
-    intersection-union part: every layer must hold). Less flat (contradicted) when RotRNN's log CV is higher by a
-    two-sided Welch t (raw in `against`; the ledger adjusts it by Holm over the claim). Otherwise inconclusive,
-    with the seeds that would settle it."""
-    from statsmodels.stats.weightstats import CompareMeans, DescrStatsW
+def _log_values(values: list[float]) -> np.ndarray:
+    return np.log(np.asarray(values, dtype=np.float64))
 
+
+def _flatter(rot: list[float], lru: list[float], layer: int, source: str, scale: str,
+             seconds: tuple[float | None, float | None]) -> Part:
+    """'Flatter than the LRU's': RotRNN's CV below the LRU's, a one-sided Welch t of the log CVs (the ratio of
+    geometric means below FLATTER_RATIO); RotRNN's higher (two-sided Welch t of the log CVs) contradicts."""
+    part = f"flatter than the LRU's in layer {layer}"
+    lr, ll = _log_values(rot), _log_values(lru)
+    bound = math.log(FLATTER_RATIO)
+    one = stats.welch_one_sided(lr, ll, "less", bound, name=f"Welch's t of log CVs, one-sided (ratio below "
+                                f"{FLATTER_RATIO:g})")
+    ratio = replace(one, effect=math.exp(one.effect), ci=(0.0, math.exp(one.ci[1])),
+                    note="effect and interval as the ratio of geometric means exp(mean log RotRNN - mean log LRU); "
+                         "the interval is the one-sided 95 % bound")
+    higher = stats.welch(lr, ll)
+    if min(ratio.n) < stats.MIN_SEEDS:
+        verdict, why = "inconclusive", f"{min(ratio.n)} seeds per arm: a decision needs {stats.MIN_SEEDS}"
+    elif ratio.significant:
+        verdict, why = "reproduced", f"RotRNN's CV below the LRU's at alpha {ratio.alpha:g}"
+    elif higher.significant and higher.effect > 0:
+        verdict, why = "contradicted", "RotRNN's CV higher than the LRU's at alpha"
+    else:
+        verdict, why = "inconclusive", f"not shown below the LRU's (ratio {ratio.effect:.2f}, p = {fmt_p(ratio.p)})"
+    power = None if verdict != "inconclusive" else power_two_arms(
+        list(ll), list(lr), seconds=(seconds[1], seconds[0]), what=f"RotRNN's CV is not below the LRU's (ratio "
+        f"{ratio.effect:.2f})", goal="difference", side="greater")
+    return Part(source, verdict, f"layer {layer}: CV of the mean state norm over training, RotRNN {mean_sd(rot)} vs "
+                f"LRU {mean_sd(lru)}; " + ratio.words("ratio of geometric means") + f": {why}", scale, part=part,
+                power=power, against=higher if higher.effect > 0 else None, **tested(ratio, higher))
+
+
+def _almost_constant(rot: list[float], layer: int, source: str, scale: str, seconds: float | None) -> Part:
+    """'Almost constant': RotRNN's CV over training below ALMOST_CONSTANT_CV, a one-sided one-sample t of the log
+    CVs against its log (the geometric mean below the bar); significantly above it contradicts (one-sided)."""
+    part = f"almost constant in layer {layer}"
+    lr = _log_values(rot)
+    bar = math.log(ALMOST_CONSTANT_CV)
+    below, above = stats.one_sample(list(lr), bar, "less"), stats.one_sample(list(lr), bar, "greater")
+    note = "effect and interval as the geometric mean of the CVs; the interval is the one-sided 95 % bound"
+    shown = replace(below, name=f"one-sample t of log CVs, one-sided (below {ALMOST_CONSTANT_CV:g})",
+                    effect=math.exp(below.effect), ci=(0.0, math.exp(below.ci[1])), note=note)
+    against = replace(above, name=f"one-sample t of log CVs, one-sided (above {ALMOST_CONSTANT_CV:g})",
+                      effect=math.exp(above.effect), ci=(math.exp(above.ci[0]), math.inf), note=note)
+    if min(shown.n) < stats.MIN_SEEDS:
+        verdict, why = "inconclusive", f"{min(shown.n)} seeds: a decision needs {stats.MIN_SEEDS}"
+    elif shown.significant:
+        verdict, why = "reproduced", f"below {ALMOST_CONSTANT_CV:g} at alpha {shown.alpha:g}"
+    elif against.significant:
+        verdict, why = "contradicted", f"above {ALMOST_CONSTANT_CV:g} at alpha {against.alpha:g}"
+    else:
+        verdict, why = "inconclusive", f"not shown below {ALMOST_CONSTANT_CV:g}"
+    power = None if verdict != "inconclusive" else power_one_sample(list(lr), bar, "less", seconds)
+    return Part(source, verdict, f"layer {layer}: RotRNN's CV of the mean state norm over training {mean_sd(rot)}; "
+                + shown.words("geometric mean CV") + f": {why}", scale, part=part, power=power,
+                against=against if against.effect > ALMOST_CONSTANT_CV else None,
+                **tested(shown, against))
+
+
+def norms_by_layer(cvs: dict[tuple[str, int], list[float]], layers: list[int], source: str, scale: str,
+                   seconds: tuple[float | None, float | None] = (None, None)) -> list[Part]:
+    """R8, two parts per layer from the coefficient of variation (CV) of each layer's mean state norm over training
+    (one value per seed), every part at alpha (an intersection-union claim: every layer must hold both):
+
+    - "flatter than the LRU's" (the paper's contrast: the LRU's "fluctuates strongly"): RotRNN's CV below the LRU's,
+      a one-sided Welch t of the log CVs (the ratio of geometric means below FLATTER_RATIO = 1); RotRNN's higher
+      (two-sided) contradicts;
+    - "almost constant" (the paper's own words for RotRNN): RotRNN's CV below ALMOST_CONSTANT_CV, a one-sided
+      one-sample t of the log CVs; above it (one-sided) contradicts.
+
+    Contradiction tests are kept raw in `against` for the ledger's Holm over the claim; an undecided part says what
+    would settle it at the observed effect."""
     parts = []
     for layer in layers:
         rot, lru = cvs.get(("rotrnn", layer), []), cvs.get(("lru", layer), [])
-        part = f"flatter than the LRU's in layer {layer}"
         if min(len(rot), len(lru)) < 2 or min(rot + lru) <= 0:
-            parts.append(Part(source, "inconclusive", f"layer {layer}: RotRNN has {len(rot)} and the LRU {len(lru)} "
-                              "finished seeds with positive CVs: no spread to judge by", scale, part=part,
-                              power=needs("at least 3 finished seeds per model", stats.MIN_SEEDS)))
+            for what in ("flatter than the LRU's", "almost constant"):
+                parts.append(Part(source, "inconclusive", f"layer {layer}: RotRNN has {len(rot)} and the LRU "
+                                  f"{len(lru)} finished seeds with positive CVs: no spread to judge by", scale,
+                                  part=f"{what} in layer {layer}",
+                                  power=needs("at least 3 finished seeds per model", stats.MIN_SEEDS)))
             continue
-        lr, ll = np.log(rot), np.log(lru)
-        bound = math.log(CV_REPRODUCED)
-        compare = CompareMeans(DescrStatsW(lr), DescrStatsW(ll))
-        _, p_ratio, df = compare.ttest_ind(alternative="smaller", usevar="unequal", value=bound)
-        _, high = compare.tconfint_diff(alpha=stats.ALPHA, alternative="smaller", usevar="unequal")
-        diff = float(lr.mean() - ll.mean())
-        ratio = stats.Test(f"Welch's t of log CVs, one-sided (ratio below {CV_REPRODUCED:g})", (len(rot), len(lru)),
-                           math.exp(diff), (0.0, math.exp(float(high))), float(p_ratio), df=float(df),
-                           note="effect and interval as the ratio of geometric means exp(mean log RotRNN - mean log "
-                                "LRU); the interval's high end is the one-sided 95 % bound")
-        higher = stats.welch(lr, ll)
-        enough = min(ratio.n) >= stats.MIN_SEEDS
-        if not enough:
-            verdict, why = "inconclusive", f"{min(ratio.n)} seeds per arm: a decision needs {stats.MIN_SEEDS}"
-        elif ratio.significant:
-            verdict, why = "reproduced", f"at most {CV_REPRODUCED:g} x the LRU's at alpha {ratio.alpha:g}"
-        elif higher.significant and higher.effect > 0:
-            verdict, why = "contradicted", "higher than the LRU's at alpha"
-        else:
-            verdict, why = "inconclusive", (f"not shown at most {CV_REPRODUCED:g} x the LRU's (ratio "
-                                            f"{math.exp(diff):.2f}, one-sided p = {fmt_p(ratio.p)})")
-        power = None
-        if verdict == "inconclusive":
-            power = power_two_arms(list(lr), list(ll), effect=bound - diff if diff < bound else None,
-                                   seconds=seconds, what=f"ratio {math.exp(diff):.2f} is not below {CV_REPRODUCED:g}")
-            if power["seeds_per_arm"] is not None:      # a one-sided test: solve again for it
-                from statsmodels.stats.power import TTestIndPower
-
-                sd = math.sqrt((lr.var(ddof=1) + ll.var(ddof=1)) / 2)
-                n = seeds_for(TTestIndPower(), (bound - diff) / sd, POWER, "larger")
-                hours = None if None in seconds or n is None else round(n * (seconds[0] + seconds[1]) / 3600, 1)
-                power = {"seeds_per_arm": n, "cpu_hours": hours,
-                         "assumption": f"the observed ratio {math.exp(diff):.2f} and SD of the log CVs {sd:.3g}, "
-                                       f"one-sided against {CV_REPRODUCED:g}, alpha {stats.ALPHA:g}, "
-                                       f"{int(POWER * 100)} % power (statsmodels' TTestIndPower)"}
-        parts.append(Part(source, verdict,
-                          f"layer {layer}: CV of the mean state norm over training, RotRNN {mean_sd(rot)} vs LRU "
-                          f"{mean_sd(lru)}; " + ratio.words("ratio of geometric means") + f": {why}", scale,
-                          part=part, power=power, against=higher if higher.effect > 0 else None,
-                          **tested(ratio, higher)))
+        parts.append(_flatter(rot, lru, layer, source, scale, seconds))
+        parts.append(_almost_constant(rot, layer, source, scale, seconds[0]))
     return parts
 
 
@@ -369,4 +398,31 @@ def holm_contradictions(parts: list[Part]) -> list[Part]:
         elif p.verdict == "contradicted":
             out[i] = replace(p, p=test.p, test=test.name, evidence=p.evidence + (
                 f"; Holm over the claim's {len(family)} contradiction tests: adjusted p = {fmt_p(test.p)}"))
+    return out
+
+
+def holm_side_findings(parts: list[Part]) -> list[Part]:
+    """A claim's side findings (parts that do not decide) with a statistical test are one family of their own: their
+    p-values are Holm-adjusted together, so that a claim with many side findings does not report chance ones. A side
+    finding that decided (reproduced or contradicted) stays so only when its adjusted p is below its alpha; otherwise
+    it becomes inconclusive and says so. Deciding parts are untouched (`holm_contradictions` adjusts their own
+    contradiction family)."""
+    family = [i for i, p in enumerate(parts) if not p.decides and p.p is not None and math.isfinite(p.p)
+              and p.alpha is not None and p.test is not None]
+    if len(family) < 2:
+        return parts
+    raw = [stats.Test(parts[i].test, tuple(parts[i].n or ()), parts[i].effect if parts[i].effect is not None
+                      else math.nan, tuple(parts[i].ci or (math.nan, math.nan)), parts[i].p, parts[i].alpha)
+           for i in family]
+    adjusted = stats.holm(raw)
+    out = list(parts)
+    for i, test in zip(family, adjusted):
+        p = out[i]
+        words = (f"; Holm over the claim's {len(family)} side findings with a test: adjusted p = {fmt_p(test.p)}")
+        name = f"{p.test}, Holm over {len(family)} side findings"
+        if p.verdict in ("reproduced", "contradicted", "verified") and not test.p < p.alpha:
+            out[i] = replace(p, verdict="inconclusive", p=test.p, test=name, evidence=p.evidence + words +
+                             " (not below alpha: undecided once adjusted)")
+        else:
+            out[i] = replace(p, p=test.p, test=name, evidence=p.evidence + words)
     return out

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
 
 from linrnn.experiments import stats
 from linrnn.experiments.evidence import (FAILS_R2, SOLVED_R2, Part, baseline_of, diverged, experiment_control,

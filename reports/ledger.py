@@ -32,9 +32,9 @@ from typing import Any, Callable
 
 from linrnn.experiments import long_shift, lra_reduced, norm_position, norms_listops, speech, subtrees_segmentation
 from linrnn.experiments import montecarlo, normstudy, reference, synthetic_tasks, tasks as tasks_section
-from linrnn.experiments.evidence import (CV_REPRODUCED, DRIFT_FACTOR, EXPONENT_BOUND, FAILS_R2, MARGIN_ACCURACY,
-                                         RANK, SOLVED_R2, Part, num)  # noqa: F401
-from linrnn.experiments.rules import holm_contradictions
+from linrnn.experiments.evidence import (ALMOST_CONSTANT_CV, DRIFT_FACTOR, EXPONENT_BOUND, FAILS_R2,  # noqa: F401
+                                         FLATTER_RATIO, MARGIN_ACCURACY, RANK, SOLVED_R2, Part, num)
+from linrnn.experiments.rules import holm_contradictions, holm_side_findings
 from linrnn.experiments.speed import settle_d9
 from linrnn.reports.quotes import QUOTES
 
@@ -501,11 +501,12 @@ def settle_source(source: Source, records: list[dict]) -> list[Part]:
 
 
 def parts_of(claim: Claim, records: Records) -> list[Part]:
-    """Every part of a claim from every source, the claim's contradiction tests Holm-adjusted together."""
+    """Every part of a claim from every source, the claim's contradiction tests Holm-adjusted together, and its side
+    findings' tests Holm-adjusted together as a family of their own."""
     if claim.unrun is not None:
         return [claim.unrun]
-    return holm_contradictions([p for source in claim.sources
-                                for p in settle_source(source, records.get(source.section) or [])])
+    return holm_side_findings(holm_contradictions([p for source in claim.sources
+                                                   for p in settle_source(source, records.get(source.section) or [])]))
 
 
 def record_parts(record: dict) -> dict[str, list[dict]]:
@@ -514,7 +515,7 @@ def record_parts(record: dict) -> dict[str, list[dict]]:
     for claim in CLAIMS:
         parts = [p for s in claim.sources if s.section == record.get("section") for p in settle_source(s, [record])]
         if parts:
-            out[claim.id] = [p.record() for p in holm_contradictions(parts)]
+            out[claim.id] = [p.record() for p in holm_side_findings(holm_contradictions(parts))]
     return out
 
 

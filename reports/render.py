@@ -65,7 +65,7 @@ def environment() -> Environment:
     env.globals["claim_parts"] = ledger.record_parts
     env.filters["verdict_class"] = verdict_class
     env.globals["thresholds"] = {"solved_r2": ledger.SOLVED_R2, "fails_r2": ledger.FAILS_R2,
-                                 "cv_reproduced": ledger.CV_REPRODUCED, "drift_factor": ledger.DRIFT_FACTOR}
+                                 "flatter_ratio": ledger.FLATTER_RATIO, "almost_constant_cv": ledger.ALMOST_CONSTANT_CV, "drift_factor": ledger.DRIFT_FACTOR}
     return env
 
 

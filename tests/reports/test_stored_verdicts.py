@@ -40,15 +40,21 @@ def decided_side(part: dict) -> str | None:
     """None when the part's interval lies where its verdict says, else what is wrong."""
     low = -math.inf if part["ci"][0] is None else part["ci"][0]
     high = math.inf if part["ci"][1] is None else part["ci"][1]
-    threshold = re.search(r"\((above|below) ([-+0-9.e]+)\)", part["test"])
-    if threshold:                                                   # a one-sample test against a bar
+    threshold = re.search(r"\((?:ratio )?(above|below) ([-+0-9.e]+)\)", part["test"])
+    if threshold:                                                   # a one-sided test against a bar (or a ratio's)
         side, bar = threshold.group(1), float(threshold.group(2))
         fine = low > bar if side == "above" else high < bar
         return None if fine else f"interval [{low}, {high}] does not lie {side} {bar}"
-    if part["margin"] is not None and "TOST" in part["test"] and part["verdict"].startswith("reproduced"):
-        m = part["margin"]
-        if -m < low and high < m:
-            return None                                             # equivalent within the margin
+    m = part["margin"]
+    if m is not None:
+        if "non-inferiority" in part["test"]:                        # no worse than -m
+            return None if low > -m else f"interval [{low}, {high}] reaches -{m} (non-inferiority)"
+        if "beyond the margin" in part["test"]:                      # worse by more than m
+            return None if high < -m else f"interval [{low}, {high}] is not below -{m}"
+        if "above the margin" in part["test"]:                       # better by more than m
+            return None if low > m else f"interval [{low}, {high}] is not above {m}"
+        if "TOST" in part["test"] and part["verdict"].startswith("reproduced"):
+            return None if -m < low and high < m else f"interval [{low}, {high}] not within +-{m}"
     return None if (low > 0 or high < 0) else f"interval [{low}, {high}] contains 0"
 
 
@@ -97,10 +103,33 @@ def test_every_undecided_part_says_what_would_settle_it_and_every_equivalence_it
             where = f"{c['claim']} {p['part'] or p['source']}"
             if p["verdict"] == "inconclusive":
                 assert p["power"] and p["power"]["assumption"], where
-            if p["margin"] is not None and p["tests"]:
-                assert any(t["name"].startswith("TOST") for t in p["tests"]), where
+            if p["margin"] is not None and p["tests"]:          # a margin part states its margin test
+                assert any(t["name"].startswith("TOST") or "non-inferiority" in t["name"] or "McNemar" in t["name"]
+                           for t in p["tests"]), where
         if c["verdict"] == "inconclusive":
             assert c["settle"], c["claim"]
+
+
+def one_sided(test: dict) -> bool:
+    name = test["name"]
+    return "one-sided" in name or name.startswith("least-squares exponent")
+
+
+def test_every_one_sided_test_stores_a_one_sided_interval():
+    """A one-sided test inverts a one-sided interval: one end open (stored as null), or 0 where a test on logs is shown
+    on the original scale (a ratio of geometric means, a geometric mean). A two-sided interval beside a one-sided p (D4's [-0.401, -0.196] once) says the wrong thing."""
+    claims = stored_ledger()
+    seen = 0
+    for c in claims:
+        for p in c["parts"]:
+            for t in p["tests"] or []:
+                if not one_sided(t):
+                    continue
+                seen += 1
+                low, high = t["ci"]
+                assert low is None or high is None or (low == 0.0 and "log" in t["name"]), \
+                    f"{c['claim']} {p['part']}: {t['name']} stores [{low}, {high}]"
+    assert seen > 0, "no one-sided test in the stored ledger: nothing checked"
 
 
 @pytest.mark.parametrize("test, ci, margin, verdict, wrong", [
@@ -112,6 +141,12 @@ def test_every_undecided_part_says_what_would_settle_it_and_every_equivalence_it
     ("one-sample t, one-sided (below 0.5)", [None, 0.6], None, "reproduced", True),
     ("TOST (Welch)", [-0.01, 0.015], 0.02, "reproduced", False),            # within the margin
     ("TOST (Welch)", [-0.01, 0.03], 0.02, "reproduced", True),              # neither within it nor beyond 0
+    ("Welch's t, one-sided non-inferiority", [-0.015, None], 0.02, "reproduced", False),
+    ("Welch's t, one-sided non-inferiority", [-0.025, None], 0.02, "reproduced", True),     # reaches the margin
+    ("Welch's t, one-sided, beyond the margin", [None, -0.03], 0.02, "contradicted", False),
+    ("Welch's t, one-sided, beyond the margin", [None, -0.01], 0.02, "contradicted", True),
+    ("Welch's t of log CVs, one-sided (ratio below 1)", [0.0, 0.8], None, "reproduced", False),
+    ("Welch's t of log CVs, one-sided (ratio below 1)", [0.0, 1.2], None, "reproduced", True),
 ])
 def test_the_check_of_the_interval_rejects_planted_parts(test, ci, margin, verdict, wrong):
     part = {"test": test, "ci": ci, "margin": margin, "verdict": verdict}
