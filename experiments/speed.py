@@ -9,15 +9,18 @@ rounds, from which the ledger fits the exponent of time against L with its inter
     run(quick, progress) -> (data, config)     data["rows"]: backend, mixer, mode, L, ms, us_per_position;
                                                data["step_rounds"]: backend, mixer, L, ms (one per round), the
                                                step mode in interleaved rounds for D9's exponent fit;
-                                               data["step_structure"]: backend, mixer, L, the operations a stream
-                                               of L step calls executes and the bytes of the state it carries
+                                               data["step_structure"]: backend, mixer and the counted work of
+                                               each token of one stream (`step_cost.measure`);
+                                               data["step_tokens"]: backend, mixer and the time of one token at
+                                               several positions, in staggered interleaved rounds
 
-D9 ("O(L) inference") is decided by the structure, not the clock (`settle_d9`): a stream of L tokens through the
-step mode executes L times the same work with a state of the same size, at every L (torch: every ATen operator
-dispatched and FlopCounterMode's multiply-adds, counted; JAX: one compiled step program, XLA's cost analysis of it,
-and the state's bytes). The timing fit is supporting evidence beside it, with the rounds as clusters, so a loaded
-machine widens its interval instead of flipping the verdict. DLR's step mode decides (the claim is DLR's); the
-other mixers are side findings.
+D9 ("O(L) inference") is decided token by token (`settle_d9`, the rule in `linrnn.experiments.step_cost`): the
+work each token of a stream does, counted (torch: every ATen operator, flops, elements; JAX: the jaxpr of the
+program each token runs, every loop's body times its trip count), must not grow with the token's position t, and
+where the count cannot see everything (PyTorch: Python and NumPy work outside the framework; JAX: a loop whose trip
+count is decided at run time) the time of one token must not grow with t either (an exponent fitted with the
+rounds as clusters). DLR's step mode decides (the claim is DLR's); the other mixers, and the fit of whole step-mode
+calls against L, are side findings.
 
 Training speed (forward and forward+backward, peak memory, the GEMM floor and the peers, up to
 L = 262144) is `linrnn.experiments.training_speed`; its `sweep` is re-exported here as `speed.sweep`.
@@ -25,6 +28,7 @@ L = 262144) is `linrnn.experiments.training_speed`; its `sweep` is re-exported h
 
 from __future__ import annotations
 
+from linrnn.experiments import step_cost
 from linrnn.experiments.training_speed import sweep  # noqa: F401  (re-exported: `linrnn gpucheck` calls it)
 
 SIZES = {"B": 4, "H": 64, "N": 64, "heads": 8, "dtype": "float32"}
@@ -74,141 +78,33 @@ def run(quick: bool, progress) -> tuple[dict, dict]:
         for kind in TIMED_KINDS:
             progress(len(cases), len(cases), f"{backend} {kind} step mode, {STEP_ROUNDS} interleaved rounds")
             step_rounds.extend(step_mode_rounds(backend, kind, step_lengths, STEP_ROUNDS))
-    structure = []
+    structure, tokens = _step_cost(quick, lambda what: progress(len(cases), len(cases), what))
+    progress(len(cases), len(cases), "done")
+    positions = step_cost.QUICK_TOKEN_POSITIONS if quick else step_cost.TOKEN_POSITIONS
+    return ({"rows": rows, "step_rounds": step_rounds, "step_structure": structure, "step_tokens": tokens},
+            {**SIZES, "lengths": list(lengths), "devices": devices, "budget_ms": BUDGET_MS,
+             "step_lengths": list(step_lengths), "step_rounds": STEP_ROUNDS,
+             "structure_tokens": step_cost.STRUCTURE_TOKENS, "token_positions": list(positions),
+             "token_block": step_cost.TOKEN_BLOCK, "token_rounds": step_cost.TOKEN_ROUNDS})
+
+
+def _step_cost(quick: bool, progress) -> tuple[list[dict], list[dict]]:
+    """D9's rows: every timed mixer's step, per backend, counted token by token and timed per token
+    (`step_cost.measure`)."""
+    positions = step_cost.QUICK_TOKEN_POSITIONS if quick else step_cost.TOKEN_POSITIONS
+    tokens = max(step_cost.STRUCTURE_TOKENS, positions[-1])
+    structure, timed = [], []
     for backend in BACKENDS:
         for kind in TIMED_KINDS:
-            progress(len(cases), len(cases), f"{backend} {kind} step mode, operations counted")
-            structure.extend(step_structure(backend, kind, STRUCTURE_LENGTHS))
-    progress(len(cases), len(cases), "done")
-    return ({"rows": rows, "step_rounds": step_rounds, "step_structure": structure},
-            {**SIZES, "lengths": list(lengths), "devices": devices, "budget_ms": BUDGET_MS,
-             "step_lengths": list(step_lengths), "step_rounds": STEP_ROUNDS, "structure_lengths": list(STRUCTURE_LENGTHS)})
-
-
-# D9's structural check: streams of these lengths through the step mode, every operation counted
-STRUCTURE_LENGTHS = (4, 16, 64)
-
-
-def step_structure(backend: str, kind: str, lengths=STRUCTURE_LENGTHS) -> list[dict]:
-    """Streaming inference through the step mode, counted rather than timed: per length L, the work of the L step
-    calls after the first (which makes the state) and the bytes of the state carried between them.
-
-    torch: `ops`, every ATen operator dispatched (a TorchDispatchMode), `flops`, FlopCounterMode's count, `elements`,
-    the elements those operators wrote; JAX: `flops` and `bytes_accessed`, XLA's cost analysis of the one compiled
-    step program times the calls, and `programs`, how many times the step was traced for the whole stream (one: the
-    same program at every position). Each row: {"backend", "mixer", "L", "calls", "ops", "flops", "elements",
-    "bytes_accessed", "programs", "state_bytes", "state_shapes"} (None where a backend does not count it)."""
-    from linrnn.impls.init import init
-    from linrnn.verify.bench import layer_config
-
-    cfg = layer_config(kind, SIZES["H"], SIZES["N"], SIZES["heads"])
-    bundle = init(cfg, 0)
-    B, H = SIZES["B"], SIZES["H"]
-    rng = __import__("numpy").random.default_rng(0)
-    rows = []
-    if backend == "torch":
-        import torch
-        from torch.utils._python_dispatch import TorchDispatchMode
-        from torch.utils._pytree import tree_flatten
-        from torch.utils.flop_counter import FlopCounterMode
-
-        from linrnn.impls.torch import from_bundle
-
-        class Count(TorchDispatchMode):
-            def __init__(self):
-                super().__init__()
-                self.ops, self.elements = 0, 0
-
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                out = func(*args, **(kwargs or {}))
-                self.ops += 1
-                self.elements += sum(t.numel() for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor))
-                return out
-
-        layer = from_bundle(bundle, torch.float32)
-        for L in lengths:
-            u = torch.as_tensor(rng.standard_normal((B, L + 1, H)), dtype=torch.float32)
-            with torch.no_grad():
-                _, state = layer.step(u[:, 0])
-                with FlopCounterMode(display=False) as flops, Count() as count:
-                    for t in range(1, L + 1):
-                        _, state = layer.step(u[:, t], state)
-            tensors = [x for x in tree_flatten(state)[0] if isinstance(x, torch.Tensor)]
-            rows.append({"backend": backend, "mixer": kind, "L": L, "calls": L, "ops": count.ops,
-                         "flops": int(flops.get_total_flops()), "elements": count.elements, "bytes_accessed": None,
-                         "programs": None, "state_bytes": sum(x.numel() * x.element_size() for x in tensors),
-                         "state_shapes": [list(x.shape) for x in tensors]})
-        return rows
-    import jax
-    import jax.numpy as jnp
-
-    from linrnn.impls.jax import from_bundle
-    from linrnn.impls.jax import layer as jlayer
-
-    params = from_bundle(bundle, "float32")
-    traced = []
-
-    def one(p, u_t, s):
-        traced.append(1)                  # runs once per trace, never per call
-        return jlayer.step(p, cfg, u_t, s)
-
-    step = jax.jit(one)
-    for L in lengths:
-        u = jnp.asarray(rng.standard_normal((B, L + 1, H)), dtype=jnp.float32)
-        _, state = jlayer.step(params, cfg, u[:, 0])
-        cost = step.lower(params, u[:, 1], state).compile().cost_analysis()
-        cost = cost[0] if isinstance(cost, (list, tuple)) else cost
-        step(params, u[:, 1], state)      # compiled (or found compiled) before the stream: its calls trace nothing
-        before = len(traced)
-        for t in range(1, L + 1):
-            _, state = step(params, u[:, t], state)
-        jax.block_until_ready(state)
-        leaves = jax.tree_util.tree_leaves(state)
-        rows.append({"backend": backend, "mixer": kind, "L": L, "calls": L, "ops": None,
-                     "flops": float(cost.get("flops", float("nan"))) * L, "elements": None,
-                     "bytes_accessed": float(cost.get("bytes accessed", float("nan"))) * L,
-                     "programs": 1 + len(traced) - before,
-                     "state_bytes": sum(int(x.size) * x.dtype.itemsize for x in leaves),
-                     "state_shapes": [list(x.shape) for x in leaves]})
-    return rows
+            progress(f"{backend} {kind} step mode, counted and timed token by token")
+            counted, per_token = step_cost.measure(backend, step_cost.streams(backend, kind, tokens, SIZES),
+                                                   positions=positions)
+            structure.append({"backend": backend, "mixer": kind, **counted})
+            timed.append({"backend": backend, "mixer": kind, **per_token})
+    return structure, timed
 
 
 # -- the rule (D9) ---------------------------------------------------------------------------------------------
-
-def _structure_part(rows: list[dict], backend: str, kind: str):
-    """verified when every counted quantity per call and the state's bytes and shapes are the same at every L;
-    contradicted otherwise (naming what grows)."""
-    from linrnn.experiments.evidence import Part
-
-    rows = sorted(rows, key=lambda r: r["L"])
-    lengths = [r["L"] for r in rows]
-    grows = []
-    for key in ("ops", "flops", "elements", "bytes_accessed"):
-        per_call = [r[key] / r["calls"] for r in rows if r.get(key) is not None]
-        if per_call and max(per_call) != min(per_call):
-            grows.append(f"{key} per call {', '.join(f'{v:.6g}' for v in per_call)}")
-    states = {(r["state_bytes"], str(r["state_shapes"])) for r in rows}
-    if len(states) > 1:
-        grows.append(f"state bytes {', '.join(str(r['state_bytes']) for r in rows)}")
-    programs = [r["programs"] for r in rows if r.get("programs") is not None]
-    if programs and max(programs) > 1:
-        grows.append(f"the step traced {max(programs)} times in one stream")
-    first = rows[0]
-    counted = "; ".join(f"{key} per call {first[key] / first['calls']:.6g}" for key in ("ops", "flops", "elements",
-                                                                                        "bytes_accessed")
-                        if first.get(key) is not None)
-    text = (f"{backend} {kind}, step mode, streams of L = {', '.join(map(str, lengths))} tokens: {counted}; state "
-            f"{first['state_bytes']} bytes {first['state_shapes']}"
-            + ("; one compiled program for every position" if programs else ""))
-    if grows:
-        return Part("benchmark (speed)", "contradicted", text + ": grows with L: " + "; ".join(grows),
-                    part=f"O(L) inference: {backend} {kind}", test="structure", n=(len(rows),),
-                    scale=f"step mode, operations counted at L = {lengths[0]}-{lengths[-1]}")
-    return Part("benchmark (speed)", "verified", text + ": the same work and state at every L, so a stream of L "
-                "tokens costs L times one step", part=f"O(L) inference: {backend} {kind}", test="structure",
-                n=(len(rows),), effect=float(first["flops"] / first["calls"]),
-                scale=f"step mode, operations counted at L = {lengths[0]}-{lengths[-1]}")
-
 
 def _timing_part(backend: str, kind: str, rounds: list[dict], scale: str):
     """The exponent of step-mode CPU time against L, the rounds as clusters (`stats.exponent_clustered`)."""
@@ -238,28 +134,31 @@ def _timing_part(backend: str, kind: str, rounds: list[dict], scale: str):
 
 
 def settle_d9(data: dict, scale: str = "") -> list:
-    """D9 ("O(L) inference", DLR's claim): decided on DLR's step mode in each backend by its structure
-    (`_structure_part`: the same counted work and state size per call at every L); the timing fit of every mixer,
-    and the other mixers' structure, are side findings (supporting evidence that decides nothing)."""
-    from linrnn.experiments.evidence import Part, side
+    """D9 ("O(L) inference", DLR's claim): decided on DLR's step mode in each backend, token by token
+    (`step_cost.d9_parts`: the counted work of every token and, in PyTorch and wherever the count cannot be read,
+    the per-token time against t); the other mixers' parts and the timing fit of whole step-mode calls against L
+    are side findings (supporting evidence that decides nothing)."""
+    from linrnn.experiments.evidence import Part, needs, side
+    from linrnn.experiments.step_cost import d9_parts
 
-    structure: dict[tuple[str, str], list[dict]] = {}
-    for r in data.get("step_structure") or []:
-        structure.setdefault((r["backend"], r["mixer"]), []).append(r)
+    counted = {(r["backend"], r["mixer"]): r for r in data.get("step_structure") or []}
+    timed = {(r["backend"], r["mixer"]): r for r in data.get("step_tokens") or []}
     timings: dict[tuple[str, str], list[dict]] = {}
     for r in data["step_rounds"]:
         timings.setdefault((r["backend"], r["mixer"]), []).append(r)
-    deciding = [_structure_part(rows, b, k) for (b, k), rows in structure.items() if k == "dlr"]
+    steps = sorted(set(counted) | set(timed), key=lambda key: (BACKENDS.index(key[0]) if key[0] in BACKENDS else 9,
+                                                               key[1]))
+    deciding = [p for b, k in steps if k == "dlr" for p in d9_parts(b, k, counted.get((b, k)), timed.get((b, k)))]
     if not deciding:
-        deciding = [Part("benchmark (speed)", "inconclusive", "no operation count of DLR's step mode in these results "
+        deciding = [Part("benchmark (speed)", "inconclusive", "no count of DLR's step mode in these results "
                          "(written by older code: `linrnn report --out DIR` measures it)", scale,
                          part="O(L) inference: DLR",
-                         power={"seeds_per_arm": None, "cpu_hours": None,
-                                "assumption": "the step's operation count: `linrnn report --out DIR` measures it"})]
-    others = [_structure_part(rows, b, k) for (b, k), rows in structure.items() if k != "dlr"]
-    timed = [_timing_part(b, k, rows, scale) for (b, k), rows in timings.items()]
+                         power=needs("the step's count and per-token timing: `linrnn report --out DIR` measures it"))]
+    others = [p for b, k in steps if k != "dlr" for p in d9_parts(b, k, counted.get((b, k)), timed.get((b, k)))]
+    timed_fits = [_timing_part(b, k, rows, scale) for (b, k), rows in timings.items()]
     return (deciding + side(others, "D9 is DLR's claim") +
-            side(timed, "timing supports the counted structure; the machine's load moves it"))
+            side(timed_fits, "the whole step-mode call timed against L supports the per-token reading; the "
+                 "machine's load moves it"))
 
 
 def step_mode_rounds(backend: str, kind: str, lengths, rounds: int) -> list[dict]:
