@@ -127,7 +127,7 @@ def r8_scale(quick: bool) -> str:
 
 
 def settle_r8_listops(stored: dict) -> list[Part]:
-    """R8 on ListOps: `flatter_by_layer` on the per-seed CVs of the record; the arms' final test accuracy against
+    """R8 on ListOps: `norms_by_layer` on the per-seed CVs of the record; the arms' final test accuracy against
     the best trivial predictor and the short-ListOps control beside it (neither decides)."""
     layers = sorted({r["layer"] for r in stored["runs"] if isinstance(r.get("layer"), int) and not r.get("control")})
     cvs: dict[tuple[str, int], list[float]] = {}
