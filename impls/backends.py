@@ -16,6 +16,7 @@ import importlib
 from types import ModuleType
 
 from linrnn.impls.errors import LinrnnError
+from linrnn.impls.extras import missing
 
 BACKENDS = {
     "reference": "linrnn.impls.reference",
@@ -30,4 +31,4 @@ def backend(name: str) -> ModuleType:
     try:
         return importlib.import_module(BACKENDS[name])
     except ImportError as err:
-        raise LinrnnError(f"backend {name!r} is not available: {err}") from None
+        raise missing(err, f"backend {name!r}") or LinrnnError(f"backend {name!r} is not available: {err}") from None

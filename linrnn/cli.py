@@ -2,8 +2,9 @@
 
 Each area registers its own sub-commands (`register(subparsers)`, setting `func`), so this file only
 dispatches; a command finds the command line it was given (after `linrnn`) in `args.argv`. A `LinrnnError`
-(bad input, bad file, unknown name) becomes one line on stderr and exit status 2; anything else is a bug
-and keeps its traceback.
+(bad input, bad file, unknown name) becomes one line on stderr and exit status 2; so does a module of an optional
+extra that is not installed (`linrnn.impls.extras`: the line names the extra, the command's own where it has one);
+anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import argparse
 import sys
 
 from linrnn.impls.errors import LinrnnError
+from linrnn.impls.extras import COMMANDS, missing
 
 # Modules that define `register(subparsers)`; imported lazily so that `linrnn --help` stays fast
 # and a missing optional framework only breaks the commands that need it.
@@ -43,17 +45,31 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for name in AREAS:
-        importlib.import_module(name).register(subparsers)
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as err:       # registering must stay light; a missing extra here is still one line
+            raise missing(err, f"the commands of {name}") or err
+        module.register(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except LinrnnError as err:
+        print(f"linrnn: error: {err}", file=sys.stderr)
+        return 2
     argv = [str(a) for a in (sys.argv[1:] if argv is None else argv)]
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)      # the command, for the records it writes
     try:
         status = args.func(args)
+    except ModuleNotFoundError as err:          # an optional extra's module (torch, sympy, ...) that is not installed
+        found = missing(err, "this command", COMMANDS.get(args.command))
+        if found is None:
+            raise
+        print(f"linrnn {args.command}: error: {found}", file=sys.stderr)
+        return 2
     except LinrnnError as err:
         print(f"linrnn {args.command}: error: {err}", file=sys.stderr)
         return 2

@@ -22,8 +22,6 @@ import traceback
 
 from pathlib import Path
 
-from tqdm import tqdm
-
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls import results
 from linrnn.reports.results import SECTIONS_DIR, Loaded, read_results, write_result
@@ -84,6 +82,8 @@ def compute_all(out: str, quick: bool, sections=None, recompute: bool = False,
     files are not written).
 
     Without `quick` or `recompute`, a section of STORED_SECTIONS with a valid stored file is copied, not computed."""
+    from tqdm import tqdm     # here, not at the top: registering the command (`linrnn --help`) needs no extra
+
     sections = _sections() if sections is None else sections
     failed = []
     for i, section in enumerate(sections, 1):

@@ -79,7 +79,9 @@ def adapter_class(backend: str):
     try:
         return importlib.import_module(ADAPTERS[backend]).Adapter
     except ImportError as err:
-        raise LinrnnError(f"backend {backend!r} is not available: {err}") from None
+        from linrnn.impls.extras import missing
+        raise (missing(err, f"training with backend {backend!r}", "train")     # [train] has torch, not jax
+               or LinrnnError(f"backend {backend!r} is not available: {err}")) from None
 
 
 def synthetic_batch(batch) -> ModelBatch:
