@@ -51,9 +51,9 @@ def test_the_readme_and_ci_install_the_peers():
     readme = (ROOT / "README.md").read_text()
     first = re.search(r"```bash\n(.*?)\n```", readme, re.S).group(1)
     assert "\n" not in first and first.startswith("python3 -m venv .venv && ") and first.endswith(" && linrnn report")
-    assert "pip install -e '.[test,peers]' && sh tools/install-peers.sh && linrnn report" in first
+    assert "pip install -e '.[report,test,peers]' && sh tools/install-peers.sh && linrnn report" in first
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "pip install --quiet -e '.[test,peers]'\n" in ci and "\nsh tools/install-peers.sh --strict\n" in ci
+    assert "pip install --quiet -e '.[report,test,peers]'\n" in ci and "\nsh tools/install-peers.sh --strict\n" in ci
     docs = (ROOT / "docs" / "conform.md").read_text()
     for name, version in PINS.items():
         assert f"{name}=={version}" in SCRIPT.read_text() and f"{name}=={version}" in docs, name

@@ -1,7 +1,7 @@
 #!/usr/bin/env sh
 # The published peers that pip cannot install through the `[peers]` extra (docs/conform.md, "Built-in targets"), each
 # pinned and installed without its dependencies (the extra lists what their imports need), into the active
-# environment. Run after `pip install -e '.[test,peers]'` (the README's first command does):
+# environment. Run after `pip install -e '.[report,test,peers]'` (the README's first command does):
 #
 #   lrnnx 1.0.0.post1          an sdist whose build imports torch: --no-build-isolation (with isolation pip would
 #                              fetch another torch to build it)
