@@ -103,6 +103,10 @@ def test_every_undecided_part_says_what_would_settle_it_and_every_equivalence_it
             where = f"{c['claim']} {p['part'] or p['source']}"
             if p["verdict"] == "inconclusive":
                 assert p["power"] and p["power"]["assumption"], where
+            if p["power"]:                  # every power states the effect it assumes (null: it assumes none)
+                assert "effect" in p["power"], where
+                if isinstance(p["power"].get("seeds_per_arm"), int) and p["test"] and p["tests"]:
+                    assert p["power"]["effect"] is not None, where
             if p["margin"] is not None and p["tests"]:          # a margin part states its margin test
                 assert any(t["name"].startswith("TOST") or "non-inferiority" in t["name"] or "McNemar" in t["name"]
                            for t in p["tests"]), where
