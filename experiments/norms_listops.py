@@ -113,6 +113,21 @@ def r8_controls(quick: bool) -> list[Control]:
     return [listops_control(quick)]
 
 
+def r8_design(quick: bool) -> list[dict]:
+    """R8's rule as fixed on 2026-12-07, and what had been seen of the record before it (the record keeps both)."""
+    if quick:
+        return []
+    return [{"claim": "R8", "stage": "rule change", "registered": "2026-12-07", "select": {"task": "listops"},
+             "arms": ["rotrnn", "lru"], "seeds": list(R8_SEEDS),
+             "rule": "per layer, 'flatter than the LRU's': RotRNN's CV below the LRU's (one-sided Welch t of the log "
+                     "CVs, ratio below 1); 'almost constant': RotRNN's CV below 0.1 (one-sided one-sample t of the log "
+                     "CVs); every layer must hold both, each at alpha 0.05; judged when all planned seeds are in",
+             "looks": ["seeds 0-6 had been seen when the rule was fixed: their per-layer CVs (RotRNN 0.065-0.075, "
+                       "the LRU 0.110-0.118) and ratios (0.60, 0.50, 0.58) were in docs/experiments.md under the "
+                       "earlier rule, 'at most half the LRU's' (this project's bar, dropped: the paper gives none)"],
+             "use": "seeds 7-19, still to run, are blind to the new rule; the 20-seed plan is the earlier rule's"}]
+
+
 def r8_scale(quick: bool) -> str:
     if quick:
         return "toy: 32 ListOps expressions, 10 steps, 2 blocks, one seed"
@@ -162,6 +177,6 @@ def settle_r8_listops(stored: dict) -> list[Part]:
 EXPERIMENT = Experiment(
     "norms-listops", ("R8",), "Hidden-state norms on ListOps: RotRNN vs LRU, per layer, over training",
     "the coefficient of variation over training of each layer's mean state norm (lower: flatter)",
-    r8_jobs, r8_scale, factor="layer", run_job=r8_run, controls=r8_controls,
+    r8_jobs, r8_scale, factor="layer", run_job=r8_run, controls=r8_controls, design=r8_design,
     brief=f"{len(R8_SEEDS)} seeds, generated ListOps (real lengths), 300 steps",
     note="the norm study of the report's norms section (CumSum) on the task of the paper's figure")
