@@ -94,8 +94,8 @@ def folder(tmp_path_factory):
     """A layer bundle made by `linrnn params init` without any extra, and an input."""
     import numpy as np
     tmp = tmp_path_factory.mktemp("extras")
-    made = hidden_cli("params", "init", "--model", "lru", "--layer-only", "--d-model", "3", "--state", "4", "--seed", "0",
-                      "--out", "b.npz", cwd=tmp)
+    made = hidden_cli("params", "init", "--model", "lru", "--layer-only", "--d-model", "3", "--state", "4",
+                      "--seed", "0", "--out", "b.npz", cwd=tmp)
     assert made.returncode == 0, made.stderr                      # the core makes bundles
     np.save(tmp / "u.npy", np.zeros((1, 5, 3)))
     return tmp

@@ -10,11 +10,17 @@ asks for them.
         float64 reference on it (`linrnn.testing.reference`'s keywords: mode, lengths, segments, state,
         return_state)
     linrnn_dtype                 a fixture parametrized by --linrnn-dtypes ("float64", "float32")
+    --linrnn-profile P           quick | default | full (PROFILES): quick is float32 only with no long checks (a
+                                 pre-commit hook), default both dtypes and every check, full adds the random check at
+                                 longer lengths; the options below override a profile's value
     --linrnn-dtypes D[,D]        the dtypes checked: parametrize_with_checks' cases of other dtypes are
                                  deselected, and linrnn_dtype takes these (default: float64,float32)
     --linrnn-long L              the long check's length in parametrize_with_checks' cases (default 4096; 0
-                                 skips it)
-    --linrnn-very-long L         the very long check's (default 65537, past 2^16; 0 skips it)
+                                 leaves it out: deselected)
+    --linrnn-very-long L         the very long check's (default 65537, past 2^16; 0 leaves it out)
+    --linrnn-replay DIR|print|off  where a failing case writes its replay file (default .linrnn-replay under the
+                                 directory pytest was started in); print: the failure shows the case as a literal
+                                 instead; off: neither
 """
 
 from __future__ import annotations
@@ -26,8 +32,19 @@ LONG_DEFAULT = 4096          # linrnn.verify.conform.LONG_LENGTH, not imported h
 VERY_LONG_DEFAULT = 65537    # linrnn.verify.conform.VERY_LONG_LENGTH
 MARKER = ("linrnn_conform(kind, **config): the layer contract the test checks; the fixtures linrnn_bundle and "
           "linrnn_reference are that layer's bundle and its float64 reference")
-# Read by linrnn.testing.battery when a case runs; the defaults hold where the plugin is not loaded.
-SETTINGS: dict = {"dtypes": None, "long": None, "very_long": None}
+# profile -> the settings it gives (None: the battery's default): dtypes, long and very long lengths, the random
+# check's lengths
+PROFILES: dict[str, dict] = {
+    "quick": {"dtypes": ("float32",), "long": 0, "very_long": 0, "lengths": None},
+    "default": {"dtypes": None, "long": None, "very_long": None, "lengths": None},
+    "full": {"dtypes": DTYPES, "long": LONG_DEFAULT, "very_long": VERY_LONG_DEFAULT,
+             "lengths": (1, 2, 7, 16, 64, 255, 1024)},
+}
+REPLAY_DEFAULT = ".linrnn-replay"
+# Read by linrnn.testing when a case is planned or runs; the defaults hold where the plugin is not loaded.
+# invocation: the directory pytest was started in; pythonpath: the ini's `pythonpath` entries (the replay command)
+SETTINGS: dict = {"dtypes": None, "long": None, "very_long": None, "lengths": None, "profile": "default",
+                  "replay": REPLAY_DEFAULT, "invocation": None, "pythonpath": ()}
 
 
 def _dtypes(text: str) -> tuple[str, ...]:
@@ -45,27 +62,54 @@ def _length(option: str, text: str) -> int:
     except ValueError:
         value = -1
     if value < 0:
-        raise pytest.UsageError(f"{option}: expected a length >= 0 (0 skips the check), found {text!r}")
+        raise pytest.UsageError(f"{option}: expected a length >= 0 (0 leaves the check out), found {text!r}")
     return value
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("linrnn", "linrnn: conformance of linear RNN layers (linrnn.testing)")
+    group.addoption("--linrnn-profile", default=None, metavar="P",
+                    help=f"linrnn's checks: {' | '.join(PROFILES)} (quick: float32, no long checks; default: every "
+                         f"check in both dtypes; full: also the random check at longer lengths)")
     group.addoption("--linrnn-dtypes", default=None, metavar="D[,D]",
                     help=f"dtypes of linrnn's checks: {','.join(DTYPES)} (default both)")
     group.addoption("--linrnn-long", default=None, metavar="L",
-                    help=f"length of linrnn's long check (default {LONG_DEFAULT}; 0 skips it)")
+                    help=f"length of linrnn's long check (default {LONG_DEFAULT}; 0 leaves it out)")
     group.addoption("--linrnn-very-long", default=None, metavar="L",
-                    help=f"length of linrnn's very long check (default {VERY_LONG_DEFAULT}; 0 skips it)")
+                    help=f"length of linrnn's very long check (default {VERY_LONG_DEFAULT}; 0 leaves it out)")
+    group.addoption("--linrnn-replay", default=None, metavar="DIR|print|off",
+                    help=f"where a failing linrnn check writes its replay file (default {REPLAY_DEFAULT}); print: "
+                         f"show the case in the message instead; off: neither")
+
+
+def _profile(text: str | None) -> str:
+    if text is None:
+        return "default"
+    if text not in PROFILES:
+        raise pytest.UsageError(f"--linrnn-profile: expected one of {', '.join(PROFILES)}, found {text!r}")
+    return text
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", MARKER)
+    profile = _profile(config.getoption("--linrnn-profile"))
+    SETTINGS.update(PROFILES[profile], profile=profile)
     text = config.getoption("--linrnn-dtypes")
-    SETTINGS["dtypes"] = _dtypes(text) if text is not None else None
+    if text is not None:
+        SETTINGS["dtypes"] = _dtypes(text)
     for option, key in (("--linrnn-long", "long"), ("--linrnn-very-long", "very_long")):
         text = config.getoption(option)
-        SETTINGS[key] = _length(option, text) if text is not None else None
+        if text is not None:
+            SETTINGS[key] = _length(option, text)
+    replay = config.getoption("--linrnn-replay")
+    SETTINGS["replay"] = REPLAY_DEFAULT if replay is None else replay
+    if not SETTINGS["replay"]:
+        raise pytest.UsageError("--linrnn-replay: expected a folder, print or off, found ''")
+    SETTINGS["invocation"] = str(config.invocation_params.dir)
+    try:
+        SETTINGS["pythonpath"] = tuple(str(p) for p in config.getini("pythonpath"))
+    except (ValueError, KeyError):       # a pytest without the `pythonpath` ini option
+        SETTINGS["pythonpath"] = ()
 
 
 def pytest_generate_tests(metafunc):
@@ -73,16 +117,22 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("linrnn_dtype", SETTINGS["dtypes"] or DTYPES)
 
 
-def pytest_collection_modifyitems(config, items):
-    """Deselect parametrize_with_checks' cases of the dtypes --linrnn-dtypes leaves out."""
+def _left_out(case) -> bool:
+    """A case of a dtype the run leaves out, or a long or very long check of length 0."""
     wanted = SETTINGS["dtypes"]
-    if not wanted:
-        return
+    if wanted and case.dtype not in wanted:
+        return True
+    return (case.check == "long" and not case.long()) or (case.check == "very-long" and not case.very_long())
+
+
+def pytest_collection_modifyitems(config, items):
+    """Deselect parametrize_with_checks' cases of the dtypes --linrnn-dtypes (or the profile) leaves out, and the long
+    and very long checks of length 0."""
     keep, drop = [], []
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         case = next((v for v in params.values() if getattr(v, "linrnn_case", False)), None)
-        (drop if case is not None and case.dtype not in wanted else keep).append(item)
+        (drop if case is not None and _left_out(case) else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

@@ -14,6 +14,7 @@ import pytest
 import linrnn.testing as lt
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.reference import apply_mixer
+from linrnn.testing import battery
 from linrnn.verify import conform
 
 OUTSIDE = Path(__file__).resolve().parent / "outside"
@@ -161,18 +162,40 @@ def test_case_ids_name_the_target_kind_variant_dtype_and_check():
         lt.cases({"mine": planted()}, "lru", dtypes="float16")
 
 
+def outcome(case) -> tuple[str, str]:
+    """('pass' | 'fail' | 'skip', the message): a skip is caught, not let through, so that a case that skips where
+    it should fail fails the test that expects 'fail' (a `pytest.skip` inside `pytest.raises(AssertionError)` is no
+    AssertionError: it escaped and skipped that test, which then could not fail)."""
+    try:
+        return "pass", str(case())
+    except AssertionError as err:
+        return "fail", str(err)
+    except pytest.skip.Exception as err:
+        return "skip", str(err)
+
+
 def test_a_case_fails_with_its_deviation_and_skips_what_does_not_apply():
     cases = {c.id: c for c in lt.cases({"mine": planted("state_dropped")}, "lru", dtypes="float64", lengths=(8,))}
-    with pytest.raises(AssertionError) as err:
-        cases["mine-lru-base-float64-state"]()
-    lines = str(err.value).splitlines()
+    status, message = outcome(cases["mine-lru-base-float64-state"])
+    assert status == "fail", message
+    lines = message.splitlines()
     assert lines[0].startswith("linrnn check mine-lru-base-float64-state: FAIL state (float64): relative error ")
     assert lines[1].startswith("  - the state is not carried between calls: the second call equals a start from zero")
     assert re.match(r"the whole battery: linrnn conform \S+:planted.<locals>.build --model lru --dtype float64 "
                     r"--lengths 8 --long 4096 --very-long 65537 --seed 0$", lines[2])
-    assert cases["mine-lru-base-float64-impulse"]().status == "pass"
-    with pytest.raises(pytest.skip.Exception, match=r"gradient \(float64\): not differentiable here"):
-        cases["mine-lru-base-float64-gradient"]()
+    assert outcome(cases["mine-lru-base-float64-impulse"])[0] == "pass"
+    status, message = outcome(cases["mine-lru-base-float64-gradient"])
+    assert status == "skip" and re.search(r"gradient \(float64\): not differentiable here", message), message
+
+
+def test_the_case_test_fails_when_a_failing_case_skips_instead(monkeypatch):
+    """The mutation the test above must catch: a failing check turned into a skip fails it (it used to be skipped)."""
+    def skips(self):
+        check = self.run()
+        pytest.skip(f"{check.name}: {check.status}")
+    monkeypatch.setattr(battery.Case, "__call__", skips)
+    with pytest.raises(AssertionError, match="assert 'skip' == 'fail'"):
+        test_a_case_fails_with_its_deviation_and_skips_what_does_not_apply()
 
 
 # -- check_vjp and check_step ---------------------------------------------------------------------------

@@ -4,6 +4,11 @@ a copy of its source, one per check family, fails the user's run with the deviat
 
 One subprocess runs every run (pytest.main once per copy, each copy's `src` first on sys.path, the copy's modules
 dropped between runs), so PyTorch is imported once: the plugin is the installed entry point, as in a user's run.
+That subprocess is a fresh virtual environment where linrnn is installed from its wheel with no extras (pip resolves
+the wheel's dependencies against what the environment has); tinyssm's own dependencies (PyTorch, NumPy, pytest,
+Hypothesis and what they require) are links to this environment's installs, not installed again (PyTorch alone
+takes about a minute to install): JAX is not there, and linrnn is the wheel's, not the work tree's. Setting it up
+costs about 3 s.
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ PLANTED = {
                        "return (1 - half) / (1 + half), (step / (1 + half))",
                        "tiny-s5-bilinear-float64-impulse or drawn_layers",
                        ["the discretisation is the bilinear transform with the sign of Delta flipped",
-                        "FAILED tests/test_tinyssm.py::test_s5_matches_the_reference_on_drawn_layers"]),
+                        "FAILED tests/test_tinyssm.py::test_s5_matches_the_reference_on_drawn_layers",
+                        "Draw 1: make_bundle('s5', d_model="]),      # the shrunk bundle, as code
     "radius": ("lru.py", "-torch.exp(self.nu_log)", "-torch.exp(self.nu_log).clamp(min=1e-3)",
                "tiny-lru-base-float64-radius", ["FAIL radius near 1 (float64)", "1 passed"]),
     "long": ("scan.py", "x = lam * x + bu[:, t]", "x = lam * (x if t % 1024 or t == 0 else 0 * x) + bu[:, t]",
@@ -75,10 +81,10 @@ FAITHFUL = "not very-long or tiny-lru-base-float64-very-long"
 
 # Runs each copy's tests in this one process: argv [json list of (folder, [pytest args], output file)].
 DRIVER = r"""
-import contextlib, io, json, os, sys
+import contextlib, io, json, os, sys, time
 import pytest
 runs = json.loads(sys.argv[1])
-codes = []
+codes, seconds = [], []
 for folder, args, out in runs:
     for name in [m for m in sys.modules if m == "tinyssm" or m.startswith("tinyssm.") or m.startswith("test_tinyssm")]:
         del sys.modules[name]
@@ -86,11 +92,16 @@ for folder, args, out in runs:
     os.chdir(folder)                      # where the user runs pytest: the package's own folder
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
+        start = time.perf_counter()
         codes.append(int(pytest.main([folder + "/tests", "--rootdir", folder, *args])))
+        seconds.append(time.perf_counter() - start)
     sys.path.remove(folder + "/src")
     open(out, "w").write(buffer.getvalue())
-print(json.dumps(codes))
+import importlib.util, linrnn
+print(json.dumps({"codes": codes, "seconds": seconds, "jax": importlib.util.find_spec("jax") is not None,
+                  "linrnn": linrnn.__file__}))
 """
+LINKED = ("torch", "numpy", "scipy", "pytest", "hypothesis")    # tinyssm's dependencies and its tests' tools
 
 
 def copy_with(tmp: Path, name: str, planted=None) -> Path:
@@ -105,37 +116,84 @@ def copy_with(tmp: Path, name: str, planted=None) -> Path:
     return folder
 
 
-def plugin_installed() -> bool:
-    from importlib.metadata import entry_points
-    return any(e.value == "linrnn.testing.plugin" for e in entry_points(group="pytest11"))
+@pytest.fixture(scope="module")
+def outside_python(tmp_path_factory, linrnn_wheel, fresh_venv, venv_pip):
+    """The python of a fresh venv with linrnn's wheel installed with no extras, and tinyssm's dependencies linked."""
+    pytest.importorskip("torch")
+    folder = tmp_path_factory.mktemp("outside-venv")
+    python = fresh_venv(folder / "venv", link=LINKED)
+    done = venv_pip(python, "install", "--no-index", str(linrnn_wheel))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    version = linrnn_wheel.name.split("-")[1]
+    assert done.stdout.strip().splitlines()[-1] == f"Successfully installed linrnn-{version}", done.stdout  # alone
+    return python
 
 
 @pytest.fixture(scope="module")
-def outside_runs(tmp_path_factory):
+def outside_runs(tmp_path_factory, outside_python):
     """{run name: (pytest's exit code, its output)}: the faithful package and each planted bug."""
-    if not plugin_installed():
-        pytest.fail("linrnn's pytest plugin is not installed (entry point pytest11); reinstall the project: "
-                    "pip install -e '.[test]'")
     tmp = tmp_path_factory.mktemp("outside")
     common = ["-p", "no:cacheprovider", "-q", "-rfs", "--hypothesis-seed=0"]
     long = [f"--linrnn-long={LONG}"]                 # the readout run keeps the default, as docs/testing.md shows it
-    runs = [(str(copy_with(tmp, "faithful")), [*common, *long, "-k", FAITHFUL], str(tmp / "faithful.txt"))]
+    faithful = str(copy_with(tmp, "faithful"))
+    runs = [(faithful, [*common, *long, "-k", FAITHFUL], str(tmp / "faithful.txt")),
+            (faithful, [*common, "-rA", "--linrnn-profile=quick"], str(tmp / "quick.txt"))]   # docs/testing.md's
     for name, planted in PLANTED.items():
         runs.append((str(copy_with(tmp, name, planted)), [*common, *([] if name == "readout" else long), "-k",
                                                           planted[3]], str(tmp / f"{name}.txt")))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "HYPOTHESIS"))}
-    done = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(runs)], capture_output=True, text=True,
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "HYPOTHESIS", "PYTHONPATH"))}
+    done = subprocess.run([str(outside_python), "-c", DRIVER, json.dumps(runs)], capture_output=True, text=True,
                           cwd=tmp, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    codes = json.loads(done.stdout.strip().splitlines()[-1])
-    names = ["faithful", *PLANTED]
-    return {name: (code, Path(out).read_text()) for name, code, (_, _, out) in zip(names, codes, runs)}
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not result["jax"] and "site-packages" in result["linrnn"], result     # the wheel's linrnn, no JAX
+    names = ["faithful", "quick", *PLANTED]
+    found = Runs({name: (code, Path(out).read_text()) for name, code, (_, _, out) in zip(names, result["codes"], runs)})
+    found.folders = {name: Path(folder) for name, (folder, _, _) in zip(names, runs)}
+    found.seconds = dict(zip(names, result["seconds"]))
+    found.python = outside_python
+    return found
+
+
+class Runs(dict):
+    """{run: (exit code, output)}, with each run's folder, its seconds and the venv's python."""
 
 
 def test_the_outside_package_passes_on_its_faithful_layers(outside_runs):
     code, out = outside_runs["faithful"]
     assert code == 0, out
     assert "90 passed, 3 deselected" in out and "skipped" not in out, out    # every check applies, gradients too
+
+
+def test_the_quick_profile_runs_float32_without_the_long_checks(outside_runs):
+    code, out = outside_runs["quick"]
+    assert code == 0, out
+    cases = re.findall(r"^(?:PASSED|SKIPPED|FAILED).*_conforms\[(tiny-[^\]]+)\]", out, flags=re.M)
+    assert cases and all("-float32-" in c and not c.endswith("long") for c in cases), cases
+    assert re.search(r"^PASSED tests/test_tinyssm.py::test_lru_steps_like_its_forward\[float32\]$", out, flags=re.M)
+    assert "test_lru_steps_like_its_forward[float64]" not in out, out      # linrnn_dtype takes the profile's too
+    print(f"quick profile: {outside_runs.seconds['quick']:.1f} s (faithful run, default profile less three very long "
+          f"checks: {outside_runs.seconds['faithful']:.1f} s)")
+
+
+def test_the_printed_command_and_replay_rerun_the_failure_from_where_pytest_started(outside_runs):
+    """The readout bug's message: its command and its two replay lines, run as printed from the package's folder
+    (where pytest was started), each fail naming the same deviation."""
+    _, out = outside_runs["readout"]
+    folder, python = outside_runs.folders["readout"], outside_runs.python
+    env = {"PATH": f"{python.parent}:/usr/bin:/bin", "HOME": str(folder)}
+    command = re.search(r"the whole battery: (PYTHONPATH=(\S+) (linrnn conform .*))$", out, flags=re.M)
+    assert command and command.group(2) == "tests:src", out
+    done = subprocess.run(command.group(3).split(), cwd=folder, env={**env, "PYTHONPATH": command.group(2)},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "the output is missing the factor 2 of conjugate symmetry" in done.stdout, \
+        done.stdout + done.stderr
+    lines = re.search(r"replay this check alone:\nE +(.*)\nE +(replay\(.*\))$", out, flags=re.M)
+    assert lines and (folder / ".linrnn-replay" / "tiny-s5-base-float64-impulse.npz").is_file(), out
+    done = subprocess.run([str(python), "-c", "\n".join(lines.groups())], cwd=folder,
+                          env={**env, "PYTHONPATH": "tests:src"}, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "AssertionError: linrnn check tiny-s5-base-float64-impulse: FAIL impulse " \
+        "(float64)" in done.stderr and "the factor 2 of conjugate symmetry" in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize("bug", list(PLANTED))
@@ -161,4 +219,4 @@ def test_the_docs_output_is_what_the_planted_run_prints(outside_runs):
     assert block.group(1) == PLANTED["readout"][3]
     _, out = outside_runs["readout"]
     lines = [line for line in block.group(2).splitlines() if line.startswith(("E ", "FAILED", "check = "))]
-    assert len(lines) == 5 and all(line in out for line in lines), out
+    assert len(lines) == 8 and all(line in out for line in lines), out      # with the command and the replay
