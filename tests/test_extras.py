@@ -119,3 +119,25 @@ def test_a_command_that_needs_a_missing_extra_says_which_in_one_line(folder, arg
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr[-3000:]
     assert re.fullmatch(rf"linrnn {argv[0]}: error: .* needs .*, which is not installed: pip install "
                         rf"'linrnn\[{extra}\]'\n", done.stderr), done.stderr
+
+
+IMPORT_HIDDEN = HIDDEN.split("from linrnn.cli import main")[0] + r'''
+import importlib
+try:
+    module = importlib.import_module(sys.argv[2])
+    getattr(module, sys.argv[3]) if len(sys.argv) > 3 else None
+except ImportError as err:
+    print(type(err).__name__, err)
+'''
+
+
+@pytest.mark.parametrize("module, name, extra", [("linrnn.impls.torch", None, "torch"),
+                                                 ("linrnn.impls.jax", None, "jax"),
+                                                 ("linrnn.theory", "run_all", "theory"),
+                                                 ("linrnn.testing.strategies", None, "hypothesis")])
+def test_an_import_that_needs_a_missing_extra_says_which(module, name, extra):
+    done = subprocess.run([sys.executable, "-c", IMPORT_HIDDEN, ",".join(extras.MODULES), module,
+                           *([name] if name else [])], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and re.fullmatch(rf"MissingExtra {re.escape(module)} needs .*, which is not "
+                                                 rf"installed: pip install 'linrnn\[{extra}\]'\n", done.stdout), \
+        done.stdout + done.stderr[-2000:]

@@ -36,8 +36,11 @@ if __name__ == "jax":   # impls/ is the working directory, so this folder shadow
     raise ImportError("`import jax` found linrnn's impls/jax folder, not the JAX library: Python was started "
                       "inside impls/ (its folder comes first on sys.path); start it from another directory")
 
-import jax.numpy as jnp
-import numpy as np
+from linrnn.impls.extras import require
+
+require("jax", "linrnn.impls.jax")   # where JAX is missing: one line naming linrnn[jax]
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
 
 from linrnn.impls.checks import check_lengths, check_sequences, check_tokens
 from linrnn.impls.config import DTYPES as _DTYPES

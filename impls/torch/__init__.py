@@ -22,8 +22,11 @@ if __name__ == "torch":   # impls/ is the working directory, so this folder shad
     raise ImportError("`import torch` found linrnn's impls/torch folder, not PyTorch: Python was started "
                       "inside impls/ (its folder comes first on sys.path); start it from another directory")
 
-import numpy as np
-import torch
+from linrnn.impls.extras import require
+
+require("torch", "linrnn.impls.torch")   # where PyTorch is missing: one line naming linrnn[torch]
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
 from linrnn.impls.bundle import Bundle
 from linrnn.impls.checks import check_dtype, check_lengths, check_mode, check_sequences, check_tokens
