@@ -18,6 +18,11 @@ process, local worker processes, a SLURM cluster): `linrnn.tasks.sweep`.
     subtrees-segmentation   D5      experiments/subtrees_segmentation.py
     lra-reduced             R6, D1  experiments/lra_reduced.py
     speech                  R7, D6  experiments/speech.py
+
+and one that asks a question of this project's own, beside the papers' claims (no claim: the ledger settles nothing
+from it):
+
+    synthetic-gated         -       experiments/synthetic_gated.py (the RG-LRU on D4's tasks)
 """
 
 from __future__ import annotations
@@ -26,13 +31,14 @@ import argparse
 from pathlib import Path
 
 from linrnn.experiments import (long_shift, lra_reduced, norm_position, norms_listops, speech, subtrees_segmentation,
-                                synthetic_tasks)
+                                synthetic_gated, synthetic_tasks)
 from linrnn.experiments.runner import Experiment, default_out, run
 from linrnn.impls.errors import LinrnnError
 from linrnn.tasks import sweep
 
 EXPERIMENTS: dict[str, Experiment] = {m.EXPERIMENT.name: m.EXPERIMENT for m in (
-    norm_position, long_shift, synthetic_tasks, norms_listops, subtrees_segmentation, lra_reduced, speech)}
+    norm_position, long_shift, synthetic_tasks, norms_listops, subtrees_segmentation, lra_reduced, speech,
+    synthetic_gated)}
 
 
 def register(subparsers) -> None:

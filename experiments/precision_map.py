@@ -8,8 +8,9 @@ stored one (`linrnn.reports.sections.precision_map`).
 
 Cases: each recurrent mixer registered (RotRNN, LRU, DLR, S4D, S5, any added later; attention has no eigenvalue and
 no radius axis, and its low dtypes are checked by tests/impls/test_low_precision.py) at B = 1, H = N = 2 (RotRNN one
-head of N = 2), with every eigenvalue's modulus set to the radius r exactly (`with_radius`), on a standard normal input
-u and cotangent g.
+head of N = 2), with every eigenvalue's modulus set to the radius r exactly (`with_radius`; the RG-LRU, whose decay the
+input moves, its decay at the gate's largest value, so its decays lie in [r, 1), and its cells' tolerance counts the
+whole length as memory), on a standard normal input u and cotangent g.
 Routes: every mode of both frameworks (PyTorch scan, sequential, conv, step; JAX scan, sequential, conv, step), and
 the diagonal scan kernels alone, Triton's under TRITON_INTERPRET=1 and Pallas' with interpret=True, on n = 4 lanes of
 modulus r and phases spread over (0, pi].
@@ -50,7 +51,7 @@ from linrnn.impls.config import mixer_config, modes
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.specs import recurrent_kinds, spec
 from linrnn.impls.init import init
-from linrnn.impls.reference import apply_mixer, spectral_radius
+from linrnn.impls.reference import apply_mixer, placed_radius, spectral_radius
 from linrnn.impls.tolerance import compare
 
 NAME = "precision_map"
@@ -80,7 +81,7 @@ def with_radius(bundle: Bundle, r: float) -> Bundle:
     if setter is None:
         raise LinrnnError(f"with_radius: {kind} has no eigenvalues")
     out = bundle.replace(**setter(bundle.config, bundle.params, r))
-    got = spectral_radius(out.config, out.params)
+    got = placed_radius(out.config, out.params)                 # the RG-LRU: its decay floor (`placed_radius`)
     if abs(got - r) > 1e-12:
         raise RuntimeError(f"with_radius({kind}, {r}): radius {got}")       # a programming error
     return out
@@ -141,7 +142,8 @@ def layer_cells(kind: str, L: int, r: float, sizes: dict, seed: int = 0) -> list
         run = torch_route if backend == "torch" else jax_route
         for dtype in DTYPES:
             y, grad = run(bundle, u, g, mode, dtype)
-            cells.append(cell(kind, f"{backend} {mode}", dtype, L, r, _rel(y_ref, y), _rel(grad_ref, grad)))
+            cells.append(cell(kind, f"{backend} {mode}", dtype, L, r, _rel(y_ref, y), _rel(grad_ref, grad),
+                              max(r, spectral_radius(bundle.config, bundle.params))))
     return cells
 
 
@@ -227,9 +229,13 @@ def kernel_cells(L: int, r: float) -> list[dict]:
 
 # -- the map -------------------------------------------------------------------------------------------
 
-def cell(kind: str, route: str, dtype: str, L: int, r: float, forward: float, gradient: float) -> dict:
+def cell(kind: str, route: str, dtype: str, L: int, r: float, forward: float, gradient: float,
+         memory_radius: float | None = None) -> dict:
+    """One cell; its tolerance's memory from `memory_radius` (None: r), the largest decay the layer can take (the
+    RG-LRU's is 1 whatever its floor r: its gate moves the decay towards 1)."""
     from linrnn.impls.tolerance import tolerance
-    tol_f, tol_g = tolerance("forward", dtype, L, r).rtol, tolerance("gradient", dtype, L, r).rtol
+    m = r if memory_radius is None else memory_radius
+    tol_f, tol_g = tolerance("forward", dtype, L, m).rtol, tolerance("gradient", dtype, L, m).rtol
     return {"kind": kind, "route": route, "dtype": dtype, "L": L, "r": r, "forward": forward, "gradient": gradient,
             "forward_rtol": tol_f, "gradient_rtol": tol_g,
             "within": bool(forward <= tol_f and gradient <= tol_g)}

@@ -6,6 +6,7 @@ import numpy as np
 
 from linrnn.impls.config import DTYPES, KIND_MODES, MixerConfig, modes
 from linrnn.impls.errors import LinrnnError
+from linrnn.impls.specs import spec
 from linrnn.impls.specs.dlr import DLRConfig
 
 
@@ -21,8 +22,8 @@ def check_mode(mode: str, backend: str, kind: str | None = None) -> str:
 
 
 def check_stateless(cfg: MixerConfig, has_state: bool) -> None:
-    """A mixer without recurrence (attention) takes no state."""
-    if has_state and cfg.kind in KIND_MODES:
+    """A mixer without recurrence (attention: its spec has no state) takes no state."""
+    if has_state and not spec(cfg.kind).stateful:
         raise LinrnnError(f"state: {cfg.kind} has no recurrent state; call it without one")
 
 

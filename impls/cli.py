@@ -1,6 +1,6 @@
 """`linrnn params ...` and `linrnn apply`: the oracle on the command line.
 
-    linrnn params init --model {rotrnn,lru,dlr,s4d,s5,attention} [--layer-only] [sizes] --seed S --out FILE.npz
+    linrnn params init --model {rotrnn,lru,dlr,s4d,s5,attention,rglru} [--layer-only] [sizes] --seed S --out FILE.npz
     linrnn params show FILE.npz
     linrnn params convert --to {lru,rotrnn} IN.npz OUT.npz [--heads K]
     linrnn apply --params FILE.npz --input U.npy --out Y.npy [--backend B] [--mode M] [--dtype D] [--lengths N.npy]
@@ -34,10 +34,10 @@ def register(subparsers) -> None:
     actions.required = True
 
     p = actions.add_parser("init", help="initialise a bundle from a seed (each paper's initialisation)")
-    p.add_argument("--model", required=True, help="mixer: rotrnn, lru, dlr, s4d, s5 or attention")
+    p.add_argument("--model", required=True, help="mixer: rotrnn, lru, dlr, s4d, s5, attention or rglru")
     p.add_argument("--layer-only", action="store_true", help="a layer bundle (one mixer) instead of a deep model")
     p.add_argument("--d-model", type=int, default=None, help="H, features of the mixer (default: the config's)")
-    p.add_argument("--state", type=int, default=None, help="N, state size (RotRNN: per head; not attention)")
+    p.add_argument("--state", type=int, default=None, help="N, state size (RotRNN: per head; not attention or rglru)")
     p.add_argument("--heads", type=int, default=None, help="RotRNN or attention heads")
     p.add_argument("--window", type=int, default=None, help="attention: local windows of this many positions")
     p.add_argument("--bidirectional", action="store_true", help="bidirectional mixer")

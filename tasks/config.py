@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from linrnn.impls.config import KIND_MODES, MIXER_CONFIGS, MixerConfig, ModelConfig, modes
+from linrnn.impls.config import MIXER_CONFIGS, MixerConfig, ModelConfig, modes
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.specs import kinds, spec
 from linrnn.tasks.datatasks import DATA_TASKS, DataTask, loader_options
@@ -121,7 +121,7 @@ class TrainConfig:
             fail("backend", f"one of {', '.join(BACKENDS)}")
         if self.dtype not in ("float32", "float64"):
             fail("dtype", "float32 or float64")
-        trainable = modes(self.backend, self.model) if self.model in KIND_MODES else ("scan", "sequential", "conv")
+        trainable = tuple(m for m in modes(self.backend, self.model) if m != "step")   # a whole sequence at once
         if self.mode is not None and self.mode not in trainable:
             fail("mode", f"{', '.join(trainable)} or null")
         if self.norm not in ("layer", "batch"):

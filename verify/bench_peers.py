@@ -12,12 +12,15 @@ routes in interleaved rounds. Two families, each with its shapes:
             s5-pytorch's `S5`, LRU-pytorch's `LRU`, lrnnx's LTI `LRU` and `S5` (`lrnnx.models.lti`), each with its own
             package's initialisation (seed 0), in float32
     scan    x_t = a_t x_{t-1} + b_t over B rows, L positions and n = N complex lanes whose a is the same at every
-            position (the project's scans take one transition per lane): the project's chunked scan (PyTorch) and
-            its `lax.scan` and associative scans (JAX); torch's `associative_scan`, mambapy's `pscan`,
-            accelerated-scan's `ref.scan` and recurrentgemma's `linear_scan` on the same complex a and b, a
-            materialised (B L n) as their APIs take one per position; fla-core's `naive_recurrent_hgrn` and
-            mamba-ssm's `selective_scan_ref`, which take real decays only, on 2n real lanes (the same count of real
-            numbers per position; a complex lane costs four real multiplies, a real one one: this favours them)
+            position: the project's chunked scan (PyTorch) and its `lax.scan` and associative scans (JAX), which take
+            one transition per lane; torch's `associative_scan`, mambapy's `pscan`, accelerated-scan's `ref.scan` and
+            recurrentgemma's `linear_scan` on the same complex a and b, a materialised (B L n) as their APIs take one
+            per position; fla-core's `naive_recurrent_hgrn` and mamba-ssm's `selective_scan_ref`, which take real
+            decays only, on 2n real lanes (the same count of real numbers per position; a complex lane costs four
+            real multiplies, a real one one: this favours them). With `varying` (a group's flag) a is drawn anew at
+            every position and row, and the project's yardstick is its scan with a transition per position
+            (PyTorch: `varying_scan.chunked`, on 2n real lanes beside the real-decay peers; JAX: its `lax.scan`,
+            the RG-LRU's route on a CPU, with the two-level `chunked` beside it)
 
 Forward+backward differentiates the sum of the output (of its real and imaginary parts for a complex one) with
 respect to every input and parameter, as the project's builders do. A peer that is not installed is a
@@ -65,8 +68,16 @@ ROUTES: dict[str, Route] = {r.name: r for r in (
           "2n lanes)", "fla-hgrn-naive"),
     Route("mamba-ssm-ref", "torch", "scan", False, "mamba-ssm's `selective_scan_ref` (a loop over positions; real, "
           "2n channels, one state each)", "mamba-ssm-ref"),
+    Route("linrnn varying scan", "torch", "scan", True, "the project's `varying_scan.chunked` (complex lanes, a per "
+          "position)"),
+    Route("linrnn varying scan, real", "torch", "scan", True, "the project's `varying_scan.chunked` on 2n real lanes "
+          "(real decays per position)"),
     Route("linrnn lax.scan", "jax", "scan", True, "the project's JAX `scan.sequential` (lax.scan), vmapped over B"),
     Route("linrnn associative scan", "jax", "scan", True, "the project's JAX `scan.associative`, vmapped over B"),
+    Route("linrnn varying lax.scan", "jax", "scan", True, "the project's JAX `varying_scan.sequential` (a per "
+          "position; the RG-LRU's route inside a block on a CPU), vmapped over B"),
+    Route("linrnn varying scan (JAX)", "jax", "scan", True, "the project's JAX `varying_scan.chunked` (a per "
+          "position, two levels, its own backward), vmapped over B"),
     Route("recurrentgemma", "jax", "scan", False, "recurrentgemma's `linear_scan` (its native scan on a CPU)",
           "recurrentgemma"),
 )}
@@ -74,16 +85,23 @@ ROUTES: dict[str, Route] = {r.name: r for r in (
 YARDSTICK = {"s5-pytorch": "linrnn s5 scan", "lrnnx s5": "linrnn s5 scan", "lru-pytorch": "linrnn lru scan",
              "lrnnx lru": "linrnn lru scan", "recurrentgemma": "linrnn lax.scan"}
 TORCH_SCAN_YARDSTICK = "linrnn chunked scan"
+# ... and in a group whose a varies along the sequence (`varying`): the project's scan with a transition per position
+VARYING_YARDSTICK = {"fla-hgrn-naive": "linrnn varying scan, real", "mamba-ssm-ref": "linrnn varying scan, real",
+                     "recurrentgemma": "linrnn varying lax.scan"}
+TORCH_VARYING_YARDSTICK = "linrnn varying scan"
 # Each framework's builders (`build(name, family, direction, B, L, H, N, seed) -> call`), imported when a route of it is
 # built: this module imports neither framework
 SIDES = {"torch": "linrnn.verify.bench_peers_torch", "jax": "linrnn.verify.bench_peers_jax"}
 
 
-def yardstick(name: str) -> str | None:
-    """The project's route a peer's time is divided by (None for the project's own routes)."""
+def yardstick(name: str, varying: bool = False) -> str | None:
+    """The project's route a peer's time is divided by (None for the project's own routes); `varying`: in a group whose
+    a varies along the sequence."""
     route = check_route(name)
     if route.own:
         return None
+    if varying:
+        return VARYING_YARDSTICK.get(name, TORCH_VARYING_YARDSTICK)
     return YARDSTICK.get(name, TORCH_SCAN_YARDSTICK)
 
 
@@ -104,9 +122,10 @@ def missing(name: str) -> str | None:
 
 
 def make_route(name: str, direction: str, B: int, L: int, H: int, N: int, dtype: str = "float32",
-               seed: int = 0) -> tuple[Callable[[], object], dict]:
+               seed: int = 0, varying: bool = False) -> tuple[Callable[[], object], dict]:
     """(call, info) of route `name` at B, L and its family's width (layer: H and N modes; scan: n = N lanes), float32,
-    on the CPU; LinrnnError where the peer is missing, for another dtype, or a size below 1."""
+    on the CPU; `varying`: a scan's a drawn anew at every position and row. LinrnnError where the peer is missing, for
+    another dtype, or a size below 1."""
     route = check_route(name)
     check_direction(direction)
     if dtype != "float32":
@@ -118,8 +137,8 @@ def make_route(name: str, direction: str, B: int, L: int, H: int, N: int, dtype:
     if why:
         raise LinrnnError(why)
     side = importlib.import_module(SIDES[route.framework])
-    call = side.build(name, route.family, direction, B, L, H, N, seed)
+    call = side.build(name, route.family, direction, B, L, H, N, seed, varying)
     info = {"route": name, "framework": route.framework, "family": route.family, "what": route.what,
-            "direction": direction, "B": B, "L": L, "dtype": dtype, "device": "cpu",
+            "direction": direction, "B": B, "L": L, "dtype": dtype, "device": "cpu", "varying": varying,
             **({"H": H, "N": N} if route.family == "layer" else {"n": N})}
     return call, info

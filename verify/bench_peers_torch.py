@@ -7,11 +7,14 @@ import importlib
 
 import torch
 
+from linrnn.impls.torch import varying_scan
 from linrnn.verify import bench_torch
 
 
-def build(name: str, family: str, direction: str, B: int, L: int, H: int, N: int, seed: int):
-    return (_torch_layer if family == "layer" else _torch_scan)(name, direction, B, L, H, N, seed)
+def build(name: str, family: str, direction: str, B: int, L: int, H: int, N: int, seed: int, varying: bool = False):
+    if family == "layer":
+        return _torch_layer(name, direction, B, L, H, N, seed)
+    return _torch_scan(name, direction, B, L, H, N, seed, varying)
 
 
 # -- PyTorch ------------------------------------------------------------------------------------------------------
@@ -34,25 +37,29 @@ def _torch_layer(name: str, direction: str, B: int, L: int, H: int, N: int, seed
     return bench_torch._call(direction, lambda: layer(u), [*layer.parameters(), u], torch.device("cpu"))
 
 
-def _torch_scan(name: str, direction: str, B: int, L: int, H: int, n: int, seed: int):
+def _torch_scan(name: str, direction: str, B: int, L: int, H: int, n: int, seed: int, varying: bool = False):
     if name == "linrnn chunked scan":
         return bench_torch.make_scan_alone("chunked", direction, B, L, n, seed=seed, device="cpu")[0]
     generator = torch.Generator().manual_seed(seed)
-    log_lam = torch.complex(-0.1 * torch.rand(n, generator=generator), 6.0 * torch.rand(n, generator=generator))
-    lam = torch.exp(log_lam)                                                                 # (n,) complex64
+    shape = (B, L, n) if varying else (n,)                   # varying: a transition per position and row
+    log_lam = torch.complex(-0.1 * torch.rand(shape, generator=generator), 6.0 * torch.rand(shape, generator=generator))
+    lam = torch.exp(log_lam)                                                                 # complex64
     a = lam.expand(B, L, n).contiguous()                                                     # (B L n), one per position
     b = torch.randn(B, L, n, 2, generator=generator)
     b = torch.view_as_complex(b).clone()                                                     # (B L n)
-    if name in ("fla-hgrn-naive", "mamba-ssm-ref"):          # real decays only: 2n real lanes of |lambda|
-        decay = lam.abs().repeat(2).expand(B, L, 2 * n).contiguous()                         # (B L 2n)
+    if name in ("fla-hgrn-naive", "mamba-ssm-ref", "linrnn varying scan, real"):   # real decays: 2n real lanes of |a|
+        decay = (lam.abs().repeat(2) if not varying else torch.cat([lam.abs(), lam.abs()], -1)).expand(B, L, 2 * n)
         x = torch.view_as_real(b).reshape(B, L, 2 * n).contiguous()                          # (B L 2n)
-        run, leaves = _real_scan(name, decay, x)
+        run, leaves = _real_scan(name, decay.contiguous(), x)
     else:
         run, leaves = _complex_scan(name, a, b)
     return bench_torch._call(direction, run, leaves, torch.device("cpu"))
 
 
 def _complex_scan(name: str, a, b):
+    if name == "linrnn varying scan":
+        log_a = torch.log(a)                                                                 # (B L n) complex
+        return lambda: torch.view_as_real(varying_scan.chunked(log_a, b)), [log_a, b]
     if name == "torch-associative-scan":
         from torch._higher_order_ops.associative_scan import associative_scan
 
@@ -69,6 +76,9 @@ def _complex_scan(name: str, a, b):
 
 
 def _real_scan(name: str, decay, x):
+    if name == "linrnn varying scan, real":
+        log_a = torch.log(decay)                                                             # (B L 2n) real
+        return lambda: varying_scan.chunked(log_a, x), [log_a, x]
     if name == "fla-hgrn-naive":
         naive = importlib.import_module("fla.ops.hgrn.naive").naive_recurrent_hgrn
         g = torch.log(decay)                                                                 # (B L 2n): exp(g) = |a|

@@ -30,7 +30,7 @@ class GradientChecks:
             raise LinrnnError(f"target {self.name}: gradient: expected d<w, y>/du of shape {u.shape}, "
                               f"found {np.shape(grad)}")
         tol = self.tol(L, row="gradient")
-        c = self.check(name, rel_error(reference_gradient(self.cfg, self.params, w), grad), tol,
+        c = self.check(name, rel_error(reference_gradient(self.cfg, self.params, w, u), grad), tol,
                        f"input gradient of <w, y> by {how}, L = {L}, against the reference's J^T w")
         if c.status == "fail":
             level = self.level(self.cfg, c.rel, L, self.radius, row="gradient")

@@ -10,7 +10,7 @@ from typing import Mapping
 import numpy as np
 
 from linrnn.impls.config import MixerConfig
-from linrnn.impls.reference import apply_mixer
+from linrnn.impls.reference import MIXERS, apply_mixer
 from linrnn.impls.tolerance import compare
 from linrnn.verify.conform_bundles import COMPLEX_READOUTS, H
 
@@ -42,10 +42,16 @@ def impulses(length: int, at: int = 0) -> np.ndarray:
     return u
 
 
-def reference_gradient(cfg: MixerConfig, params: Mapping[str, np.ndarray], w: np.ndarray) -> np.ndarray:
-    """J^T w for y = J u: J is the reference's response to each unit impulse (exact, the layer is linear in u).
+def reference_gradient(cfg: MixerConfig, params: Mapping[str, np.ndarray], w: np.ndarray,
+                       u: np.ndarray | None = None) -> np.ndarray:
+    """J^T w for y = J u: J is the reference's response to each unit impulse (exact, the layer is linear in u). A
+    layer not linear in u (the RG-LRU, whose gates read u) has a J of its own at each u: its reference module's
+    `input_gradient(params, cfg, u, w)` gives J^T w there.
 
-    w (B L H) -> (B L H)"""
+    w, u (B L H) -> (B L H)"""
+    module = MIXERS[cfg.kind]
+    if hasattr(module, "input_gradient"):
+        return module.input_gradient(params, cfg, u, w)
     _, L, _ = w.shape
     basis = np.eye(L * H).reshape(L * H, L, H)                    # impulse at (position, channel)
     J = reference(cfg, params, basis).reshape(L * H, L * H)       # row: the input entry; column: the output entry

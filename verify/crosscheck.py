@@ -104,7 +104,10 @@ def torch_output_and_grads(bundle: Bundle, u: np.ndarray, w: np.ndarray, mode: s
         y, _ = layer(x, mode=mode)
         (y * torch.tensor(w, dtype=y.dtype, device=device)).sum().backward()
     grads = {"input": x.grad.double().cpu().numpy()}
-    grads.update({name: p.grad.double().cpu().numpy() for name, p in layer.named_parameters()})
+    # a parameter the output does not reach has no .grad (RG-LRU's decay at L = 1, where the first input enters
+    # unnormalised): its gradient is zero, as JAX returns it
+    grads.update({name: (torch.zeros_like(p) if p.grad is None else p.grad).double().cpu().numpy()
+                  for name, p in layer.named_parameters()})
     return y.detach().double().cpu().numpy(), grads
 
 

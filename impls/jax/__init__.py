@@ -1,4 +1,4 @@
-"""The JAX side of `impls/`: the six mixers and the deep model as jit-compiled pure functions.
+"""The JAX side of `impls/`: the seven mixers and the deep model as jit-compiled pure functions.
 
 Importing this package leaves JAX's 64-bit mode as it is (off, by JAX's default). Float64 is scoped:
 

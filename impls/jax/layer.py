@@ -99,14 +99,17 @@ def materialise(params: Params, cfg: MixerConfig):
 
 
 def _initial_native(module, sys, cfg: MixerConfig, state, batch: int, real):
-    """The state of every sequence in the mixer's native form.     -> (B ...) native"""
+    """The state of every sequence in the mixer's native form; without a state, the native form's zeros (a pytree of
+    zeros: a native state may carry more than the reference's, RG-LRU's whether a sequence is under way).
+    -> (B ...) native"""
     dtype = complex_dtype(real) if module.STATE_IS_COMPLEX else np.dtype(real)
     x0 = jnp.zeros((batch,) + module.state_shape(cfg), dtype) if state is None else jnp.asarray(state).astype(dtype)
-    return jax.vmap(module.to_native, in_axes=(None, 0))(sys, x0)
+    native = jax.vmap(module.to_native, in_axes=(None, 0))(sys, x0)
+    return jax.tree.map(jnp.zeros_like, native) if state is None else native
 
 
 @partial(jax.jit, static_argnames=("cfg", "mode"))
-def _run(sys, cfg: MixerConfig, u: jnp.ndarray, mode: str, state, resets=None):
+def _run(sys, cfg: MixerConfig, u: jnp.ndarray, mode: str, state, resets=None, lengths=None):
     module = MIXERS[cfg.kind]
     z0 = _initial_native(module, sys, cfg, state, u.shape[0], u.dtype)   # (B ...)
     if mode == "step":
@@ -125,6 +128,9 @@ def _run(sys, cfg: MixerConfig, u: jnp.ndarray, mode: str, state, resets=None):
         y = jnp.swapaxes(y, 0, 1)
     elif hasattr(module, "run_batch"):                                   # the module takes the whole batch itself
         y, z_last = module.run_batch(sys, cfg, u, z0, mode)
+    elif getattr(module, "RUN_TAKES_LENGTH", False):                     # a row's valid length (RG-LRU's backward)
+        n = jnp.full(u.shape[0], u.shape[1]) if lengths is None else lengths
+        y, z_last = jax.vmap(lambda u1, z, n1: module.run(sys, cfg, u1, z, mode, n1))(u, z0, n)
     else:
         y, z_last = jax.vmap(lambda u1, z: module.run(sys, cfg, u1, z, mode))(u, z0)
     if cfg.bidirectional or z_last is None:
@@ -155,7 +161,7 @@ def apply(params: Params, cfg: MixerConfig, u: jnp.ndarray, mode: str = "scan", 
     lengths, segments = _check_packing(lengths, segments, state, np.shape(u), streamed)
     if segments is not None and not streamed:
         return _per_segment(params, cfg, u, mode, segments), None
-    weights = params["D" if stateful else "W_o"]
+    weights = _weights(params)
     check_compute_dtype(weights)
     u = jnp.asarray(u)
     io = u.dtype if u.dtype.name in LOW_DTYPES else None      # a low-dtype input: its output in that dtype too
@@ -165,8 +171,9 @@ def apply(params: Params, cfg: MixerConfig, u: jnp.ndarray, mode: str = "scan", 
         y, x = spec(cfg.kind).implementation("jax").apply(params, cfg, u, mode, lengths=lengths), None
     else:
         resets = None if segments is None else jnp.pad(segments[:, 1:] != segments[:, :-1], ((0, 0), (1, 0)))
+        own = lengths if getattr(MIXERS[cfg.kind], "RUN_TAKES_LENGTH", False) else None   # others: one program less
         y, x = _run_checked(materialise(params, cfg), cfg, u if valid is None else jnp.where(valid, u, 0), mode, state,
-                            resets)
+                            resets, own)
     y = y if io is None else y.astype(io)
     if valid is None and segments is None:
         return y, x
@@ -202,11 +209,16 @@ def _per_segment(params: Params, cfg: MixerConfig, u, mode: str, segments: np.nd
     return jnp.reshape(rows, (-1, H))[p.inverse.ravel()].reshape(B, L, H)
 
 
-def _run_checked(sys, cfg: MixerConfig, u, mode: str, state, resets=None):
+def _weights(params: Params):
+    """One of the layer's parameters: they share the compute dtype (a mixer's keys are its spec's: none is fixed)."""
+    return next(iter(params.values()))
+
+
+def _run_checked(sys, cfg: MixerConfig, u, mode: str, state, resets=None, lengths=None):
     """`_run`, with JAX's refusal of forward-mode autodiff through a `custom_vjp` (the `scan` mode's
     backwards: `scan.blocked`, `scan.chunked` and `pallas_scan`) as a one-line LinrnnError that names the modes that support it."""
     try:
-        return _run(sys, cfg, u, mode, state, resets)
+        return _run(sys, cfg, u, mode, state, resets, lengths)
     except TypeError as err:
         if "forward-mode" not in str(err) or "custom_vjp" not in str(err):
             raise
@@ -239,8 +251,8 @@ def _step(sys, cfg: MixerConfig, u_t: jnp.ndarray, state):
 def step(params: Params, cfg: MixerConfig, u_t: jnp.ndarray, state=None):
     """One position of a stream: u_t (B H), state (reference convention) or None -> y_t (B H), state."""
     check_call(cfg, "step", np.shape(u_t), state, streaming=True)
-    check_compute_dtype(params["D"])
+    check_compute_dtype(_weights(params))
     u_t = jnp.asarray(u_t)
     io = u_t.dtype if u_t.dtype.name in LOW_DTYPES else None
-    y_t, state = _step(materialise(params, cfg), cfg, u_t.astype(params["D"].dtype), state)
+    y_t, state = _step(materialise(params, cfg), cfg, u_t.astype(_weights(params).dtype), state)
     return (y_t if io is None else y_t.astype(io)), state

@@ -12,7 +12,7 @@ import numpy as np
 
 from linrnn.impls.checks import check_dtype, check_mode
 from linrnn.impls.config import DTYPES as _DTYPES
-from linrnn.impls.reference.mixer import MIXERS, apply_mixer, spectral_radius  # noqa: F401  (the package's API)
+from linrnn.impls.reference.mixer import MIXERS, apply_mixer, placed_radius, spectral_radius  # noqa: F401  (the API)
 from linrnn.impls.reference.model import forward
 from linrnn.impls.segments import check_layer_only
 from linrnn.impls.specs.base import MODES as _MODES

@@ -1,5 +1,6 @@
 """One mixer layer of the float64 NumPy reference, by its kind's module here (`MIXERS`, registered in each model's
-spec): `apply_mixer` dispatches to its view, `spectral_radius` reads its largest decay. The deep model
+spec): `apply_mixer` dispatches to its view, `spectral_radius` reads its largest decay, `placed_radius` where its
+`with_radius` puts the decays. The deep model
 (`model.py`) and the package's backend interface (`__init__.py`) both build on it.
 """
 
@@ -47,6 +48,17 @@ def apply_mixer(cfg: MixerConfig, params: Mapping[str, np.ndarray], u: np.ndarra
     if lengths is not None:
         y = np.where(valid(lengths, u.shape[1])[..., None], y, 0.0)
     return y, (None if segments is not None else x)
+
+
+def placed_radius(cfg: MixerConfig, params: Mapping[str, np.ndarray]) -> float:
+    """Where the model's `ModelSpec.with_radius` puts its decays: the spectral radius, or, for a kind whose decay the
+    input moves (its reference module has `decay_floor`: the RG-LRU's decay at the gate's largest value), that floor,
+    the largest over channels. The spectral radius bounds the memory the tolerance table needs; this is the radius a
+    radius ladder sets."""
+    module = MIXERS[cfg.kind]
+    if hasattr(module, "decay_floor"):
+        return float(module.decay_floor(params, cfg))
+    return spectral_radius(cfg, params)
 
 
 def spectral_radius(cfg: MixerConfig, params: Mapping[str, np.ndarray]) -> float:

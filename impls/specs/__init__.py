@@ -4,9 +4,9 @@
 A `ModelSpec` (`base.py`) is the contract layer's record of one mixer: its config class (with the config's checks),
 the bundle's keys and shapes, which keys are the recurrence's (their own optimiser group), its initialisation, its
 modes, whether it has heads, a state and a bidirectional form, the default sizes of the tests, the cross-check
-and the benchmarks, and where each side's implementation lives. The six built-in models are the files beside this
-one (`rotrnn.py`, `lru.py`, `dlr.py`, `s4d.py`, `s5.py`, `attention.py`); each is that model's contract, in the
-shape of tests/models/toy_source.py: its config class, its initialiser, its bundle's shapes, where its decays sit
+and the benchmarks, and where each side's implementation lives. The seven built-in models are the files beside this
+one (`rotrnn.py`, `lru.py`, `dlr.py`, `s4d.py`, `s5.py`, `attention.py`, `rglru.py`); each is that model's contract,
+in the shape of tests/models/toy_source.py: its config class, its initialiser, its bundle's shapes, where its decays sit
 (`with_radius`) and its `SPEC`, next to its reference (`linrnn.impls.reference.<kind>`), PyTorch
 (`linrnn.impls.torch.<kind>`) and JAX (`linrnn.impls.jax.<kind>`) files. They import `base.py` only, never this
 registry, so the contract has no import cycle.
@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from linrnn.impls.errors import LinrnnError
-from linrnn.impls.specs import attention, dlr, lru, rotrnn, s4d, s5
+from linrnn.impls.specs import attention, dlr, lru, rglru, rotrnn, s4d, s5
 from linrnn.impls.specs.base import BACKENDS, ModelSpec
 
 SPECS: dict[str, ModelSpec] = {}
@@ -44,7 +44,7 @@ def register(spec: ModelSpec) -> ModelSpec:
 
 
 def unregister(kind: str) -> None:
-    """Remove a model added by `register` (the tests' toy model); the built-in six stay."""
+    """Remove a model added by `register` (the tests' toy model); the built-in seven stay."""
     if kind in BUILTIN:
         raise LinrnnError(f"spec {kind!r}: a built-in model cannot be removed")
     SPECS.pop(kind, None)
@@ -59,7 +59,7 @@ def spec(kind: str) -> ModelSpec:
 
 
 def kinds() -> tuple[str, ...]:
-    """Every registered mixer kind, the built-in six first."""
+    """Every registered mixer kind, the built-in seven first."""
     return tuple(SPECS)
 
 
@@ -125,7 +125,7 @@ class KindView(Sequence):
         return f"KindView({self._kinds()!r})"
 
 
-KINDS = KindView()                                     # every registered mixer kind, the built-in six first
+KINDS = KindView()                                     # every registered mixer kind, the built-in seven first
 RECURRENT_KINDS = KindView(lambda s: s.stateful)       # those with a recurrent state (scan/step, conform's contracts)
 
 
@@ -134,6 +134,6 @@ def implementations(backend: str, only: Callable[[ModelSpec], bool] = lambda s: 
     return SpecView(lambda s: s.implementation(backend), lambda s: backend in s.implementations and only(s))
 
 
-BUILTIN = ("rotrnn", "lru", "dlr", "s4d", "s5", "attention")
-for _module in (rotrnn, lru, dlr, s4d, s5, attention):
+BUILTIN = ("rotrnn", "lru", "dlr", "s4d", "s5", "attention", "rglru")
+for _module in (rotrnn, lru, dlr, s4d, s5, attention, rglru):
     register(_module.SPEC)

@@ -5,7 +5,7 @@ A model's file holds its config class, its initialiser, its bundle's shapes and 
 config's `__post_init__` calls (each a one-line `LinrnnError` naming the class and the field), the draws the
 initialisers share, and the contract's per-backend modes (`MODES`). It imports no other module of the package but
 `linrnn.impls.errors`, so the contract files sit below the registry (`linrnn.impls.specs`), which registers the
-built-in six, and everything that reads it (`linrnn.impls.config`, `bundle`, `init`) sits above: no import cycle
+built-in seven, and everything that reads it (`linrnn.impls.config`, `bundle`, `init`) sits above: no import cycle
 (tests/test_import_graph.py).
 
 Shape letters everywhere: B batch, L length, H model width (`d_model`), N state size.

@@ -5,9 +5,9 @@
     y, state = layer(u, mode="scan")                                 # modes: MODES
     bundle_again = layer.to_bundle()                                 # exact round trip in float64
 
-Files mirror the reference: `rotrnn.py`, `lru.py`, `dlr.py`, `s4d.py`, `s5.py`, `attention.py`, `model.py`; the
-recurrences in `scan.py` (the chunked scan; `triton_scan.py`, its Triton kernel on CUDA; `fast_scan.py`, which of the
-two a device runs; `layer_scan.py`, RotRNN's and LRU's `scan` view over blocks of time; `diagonal.py`, the projected
+Files mirror the reference: `rotrnn.py`, `lru.py`, `dlr.py`, `s4d.py`, `s5.py`, `attention.py`, `rglru.py`, `model.py`;
+the recurrences in `scan.py` (the chunked scan; `triton_scan.py`, its Triton kernel on CUDA; `varying_scan.py` and
+`triton_varying.py`, the same with a transition per position; `fast_scan.py`, which of them a device runs; `layer_scan.py`, RotRNN's and LRU's `scan` view over blocks of time; `diagonal.py`, the projected
 form RotRNN and LRU share), FFT convolution in `conv.py`, the shared layer machinery in `layer.py`, what the autograd
 Functions share in `autodiff.py`. The timing harness is `linrnn.verify.bench_torch`. Nothing here imports JAX or the
 reference; the two backends meet only in the bundle.
@@ -39,6 +39,7 @@ from linrnn.impls.torch.dlr import DLR
 from linrnn.impls.torch.layer import MODES, Mixer, parameter_groups, recurrence_parameters
 from linrnn.impls.torch.lru import LRU
 from linrnn.impls.torch.model import Model
+from linrnn.impls.torch.rglru import RGLRU
 from linrnn.impls.torch.rotrnn import RotRNN
 from linrnn.impls.torch.s4d import S4D
 from linrnn.impls.torch.s5 import S5
@@ -46,12 +47,12 @@ from linrnn.impls.torch.s5 import S5
 DTYPES = _DTYPES["torch"]
 MIXERS = implementations("torch")   # kind -> its module class (each model registers it in its spec)
 
-__all__ = ["Attention", "DLR", "DTYPES", "LRU", "MIXERS", "MODES", "Mixer", "Model", "RotRNN", "S4D", "S5", "apply_bundle",
-           "from_bundle", "parameter_groups", "recurrence_parameters"]
+__all__ = ["Attention", "DLR", "DTYPES", "LRU", "MIXERS", "MODES", "Mixer", "Model", "RGLRU", "RotRNN", "S4D", "S5",
+           "apply_bundle", "from_bundle", "parameter_groups", "recurrence_parameters"]
 
 
 def from_bundle(bundle: Bundle, dtype: torch.dtype = torch.float64, device=None) -> torch.nn.Module:
-    """The module of a layer bundle (any of the six mixers) or of a model bundle (Model), holding its numbers."""
+    """The module of a layer bundle (any of the seven mixers) or of a model bundle (Model), holding its numbers."""
     if bundle.level == "model":
         return Model.from_bundle(bundle, dtype, device)
     return MIXERS[bundle.config.kind].from_bundle(bundle, dtype, device)

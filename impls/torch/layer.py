@@ -112,6 +112,10 @@ class Mixer(nn.Module):
     # Modes that `torch.compile` does not trace: inside a compiled function the whole call runs eagerly (a graph
     # break on each side), because tracing it fails in PyTorch itself (docs/precision.md, "Compiled paths").
     eager_modes: ClassVar[tuple[str, ...]] = ()
+    # Whether the views take `lengths=` (a (B,) tensor or None): a layer whose backward scan begins differently from
+    # how it continues (RG-LRU: a sequence's first input enters unnormalised) must know where each padded row ends;
+    # every other layer needs only its input zeroed at the padding
+    views_take_lengths: ClassVar[bool] = False
 
     @property
     def recurrence_keys(self) -> tuple[str, ...]:
@@ -235,7 +239,8 @@ class Mixer(nn.Module):
             elif not final_state and mode in self.optional_state_modes:
                 y, x = getattr(self, mode)(m, u, x0, final_state=False)
             else:
-                y, x = getattr(self, mode)(m, u, x0)
+                extra = {"lengths": lengths} if self.views_take_lengths else {}
+                y, x = getattr(self, mode)(m, u, x0, **extra)
         if valid is not None:
             y = torch.where(valid, y, torch.zeros((), dtype=y.dtype, device=y.device))
         if self.io_dtype is not None:

@@ -12,6 +12,7 @@ from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.specs.dlr import DLRConfig
 from linrnn.impls.specs.lru import LRUConfig
+from linrnn.impls.specs.rglru import RGLRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.specs.s4d import S4DConfig
 from linrnn.impls.specs.s5 import S5Config
@@ -21,11 +22,13 @@ MIXERS = [RotRNNConfig(d_model=6, d_state=4, heads=3), LRUConfig(d_model=6, d_st
           LRUConfig(d_model=6, d_state=5, bidirectional=True), DLRConfig(d_model=6, d_state=5, bidirectional=True),
           S4DConfig(d_model=6, d_state=5, init="inv"), S4DConfig(d_model=6, d_state=5, bidirectional=True),
           S5Config(d_model=6, d_state=4, blocks=2),
-          S5Config(d_model=6, d_state=4, bidirectional=True, discretization="bilinear", clip_eigs=True)]
+          S5Config(d_model=6, d_state=4, bidirectional=True, discretization="bilinear", clip_eigs=True),
+          RGLRUConfig(d_model=6, blocks=3), RGLRUConfig(d_model=6, bidirectional=True, c=4.0)]
 MODELS = [ModelConfig(mixer=LRUConfig(d_model=8, d_state=4), n_layers=2, d_input=3, d_output=5),
           ModelConfig(mixer=RotRNNConfig(d_model=8, d_state=2, heads=2), n_layers=1, vocab_size=11,
                       norm="batch", prenorm=False, pooling="last"),
-          ModelConfig(mixer=DLRConfig(d_model=8, d_state=4, bidirectional=True), pooling="none")]
+          ModelConfig(mixer=DLRConfig(d_model=8, d_state=4, bidirectional=True), pooling="none"),
+          ModelConfig(mixer=RGLRUConfig(d_model=8, blocks=2), n_layers=1, d_input=3, d_output=2)]
 
 
 @pytest.mark.parametrize("cfg", MIXERS + MODELS, ids=lambda c: f"{c.kind}")
@@ -58,6 +61,8 @@ def test_layer_keys_are_exactly_those_of_models_md():
     assert mixer_shapes(S5Config(d_model=6, d_state=4, bidirectional=True)) == {
         "Lambda_re": (4,), "Lambda_im": (4,), "B_re": (4, 6), "B_im": (4, 6), "C_re": (6, 4), "C_im": (6, 4),
         "D": (6,), "log_step": (4,), "C_re_rev": (6, 4), "C_im_rev": (6, 4)}
+    assert mixer_shapes(RGLRUConfig(d_model=6, blocks=3, bidirectional=True)) == {       # no key for the backward scan
+        "Lambda": (6,), "W_a": (3, 2, 2), "b_a": (6,), "W_x": (3, 2, 2), "b_x": (6,)}
 
 
 def test_model_keys_are_dotted():
@@ -78,6 +83,8 @@ def test_model_keys_are_dotted():
     (S4DConfig(d_model=6, d_state=5), 132),
     # S5: 2N + 4NH + H + N = 10 + 120 + 6 + 5
     (S5Config(d_model=6, d_state=5), 141),
+    # RG-LRU: H + 2 (blocks W^2 + H) = 6 + 2 (3*4 + 6)
+    (RGLRUConfig(d_model=6, blocks=3), 42),
     # model: encoder 8*3+8, 2 x (norm 16 + LRU 4*4*8+3*4+8=148 + GLU 2*(64+8)=144), decoder 5*8+5
     (MODELS[0], 32 + 2 * (16 + 148 + 144) + 45),
 ])
@@ -189,6 +196,9 @@ def test_replace_rejects_unknown_keys():
     (lambda: S5Config(blocks=0), "S5Config.blocks: expected an integer >= 1, found 0"),
     (lambda: S5Config(discretization="euler"), "S5Config.discretization: expected one of zoh, bilinear"),
     (lambda: S5Config(clip_eigs=1), "S5Config.clip_eigs: expected true or false"),
+    (lambda: RGLRUConfig(d_model=6, blocks=4), "RGLRUConfig.blocks: expected a divisor of d_model = 6, found 4"),
+    (lambda: RGLRUConfig(r_max=0.999999999), r"RGLRUConfig.r_max: expected r_max\^2 \+ 1e-08 < 1"),
+    (lambda: RGLRUConfig(c=0.0), r"RGLRUConfig.c: expected a value in \(0"),
     (lambda: ModelConfig(norm="group"), "ModelConfig.norm: expected one of layer, batch, found 'group'"),
     (lambda: ModelConfig(pooling="max"), "ModelConfig.pooling: expected one of mean, last, none"),
     (lambda: ModelConfig(mixer="lru"), "ModelConfig.mixer: expected a mixer config"),
@@ -202,7 +212,7 @@ def test_bad_configs_name_the_field(make, message):
 def test_config_dict_round_trip_and_errors():
     for cfg in MIXERS + MODELS:
         assert config_from_dict(json.loads(json.dumps(config_to_dict(cfg)))) == cfg
-    with pytest.raises(LinrnnError, match=r"config.kind: expected one of rotrnn, lru, dlr, s4d, s5, attention, model, found 'gru'"):
+    with pytest.raises(LinrnnError, match=r"config.kind: expected one of rotrnn, lru, dlr, s4d, s5, attention, rglru, model, found 'gru'"):
         config_from_dict({"kind": "gru"})
     with pytest.raises(LinrnnError, match=r"unknown field\(s\) width for lru"):
         config_from_dict({"kind": "lru", "width": 3})

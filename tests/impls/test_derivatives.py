@@ -4,7 +4,8 @@ For each mixer and mode, at the smallest sizes (B = 1, L = 3, H = N = 2):
 
 * the input Jacobian by batched reverse mode (`autograd.grad(..., is_grads_batched=True)`, `vmap` of `jax.vjp`)
   and by forward mode (`torch.func.jacfwd`, `jax.jacfwd`) against the reference's: exact for the recurrent
-  mixers (linear in u: the reference on the unit inputs), a central difference of the reference for attention;
+  mixers (linear in u: the reference on the unit inputs; the RG-LRU, whose gates read u, by its reference's complex
+  step, `jacobian`), a central difference of the reference for attention;
 * second order: the Hessian-vector product of 0.5 ||y||^2 in the input and every raw parameter at once
   (`create_graph=True` double backward; JAX's forward-over-reverse) against a central difference of the
   gradient, bounded by SCALED['central_difference'] (Richardson's estimate of the truncation plus the rounding);
@@ -34,7 +35,7 @@ from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import layer
 from linrnn.impls.jax import scan as scan_module
-from linrnn.impls.reference import apply_mixer, spectral_radius
+from linrnn.impls.reference import MIXERS, apply_mixer, spectral_radius
 from linrnn.impls.tolerance import (assert_close, central_difference_scale, memory, scaled_tolerance)
 from linrnn.impls.torch import MIXERS as TORCH_MIXERS
 from linrnn.impls.torch import autodiff, layer_scan
@@ -67,6 +68,11 @@ def case(kind: str, bidirectional: bool):
     return cfg, bundle, u, d_u, d_p, jac, scale
 
 
+def linear_in_u(kind: str) -> bool:
+    """A recurrent mixer whose output is linear in its input (every one but the RG-LRU, whose gates read u)."""
+    return kind in RECURRENT_KINDS and not hasattr(MIXERS[kind], "jacobian")
+
+
 def reference(cfg, params, u):
     return apply_mixer(cfg, params, u, None)[0]
 
@@ -74,9 +80,12 @@ def reference(cfg, params, u):
 def reference_jacobian(cfg, bundle, u):
     """J[(t, h), (s, k)] = d y_{t,h} / d u_{s,k}, and the scale of its error (None: judged as a gradient).
 
-    Recurrent mixers are linear in u: J is the reference on the unit inputs, exactly. Attention is not: a central
+    Recurrent mixers are linear in u: J is the reference on the unit inputs, exactly; a recurrent mixer that is not
+    (the RG-LRU) gives its exact J by a complex step (its reference's `jacobian`). Attention is not either: a central
     difference of the reference, with its Richardson bound."""
     n = L * H
+    if hasattr(MIXERS[cfg.kind], "jacobian"):
+        return MIXERS[cfg.kind].jacobian(bundle.params, cfg, u)[0], None
     if cfg.kind in RECURRENT_KINDS:
         unit = np.eye(n).reshape(n, L, H)
         return reference(cfg, bundle.params, unit).reshape(n, n).T, None
@@ -197,7 +206,7 @@ def flat(tree, index=None) -> np.ndarray:
 def check_second_order(name, cfg, bundle, jac, results):
     hess_u, grads, hvp, moved = jax.device_get(results)
     r = spectral_radius(cfg, bundle.params)
-    if cfg.kind in RECURRENT_KINDS:                     # linear in u: the Hessian of 0.5 ||y||^2 is J^T J
+    if linear_in_u(cfg.kind):                           # the Hessian of 0.5 ||y||^2 is J^T J
         assert_close(f"{name} jax.hessian in u", jac.T @ jac, np.asarray(hess_u).reshape(L * H, L * H),
                      row="gradient", dtype="float64", length=L, max_abs_eigenvalue=r)
     check_central_difference(name, flat(hvp), *(flat(moved, i) for i in range(4)), float(np.max(np.abs(flat(grads)))), r)

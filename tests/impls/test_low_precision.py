@@ -9,8 +9,8 @@ policy the only low-dtype roundings are the projections' operands and results.
 Forward: every route against the reference's view of the same definition (`conv` against `conv`, the others against
 `sequential`). Gradient: the input gradient of <g, y> (g rounded to the low dtype, as a low-precision loss would give
 it) against the reference's exact one, J^T g, J the layer's Jacobian in u (the recurrent layers are linear in u: the
-reference on the unit inputs; attention: a central difference of the reference, exact to about 1e-10 at step 1e-5 on
-these sizes, far below the rows).
+reference on the unit inputs; the RG-LRU's gates read u: its reference's complex step; attention: a central difference
+of the reference, exact to about 1e-10 at step 1e-5 on these sizes, far below the rows).
 
 JAX runs causal layers only (as tests/impls/test_determinism.py): compiling is nearly all of its time, and a
 bidirectional layer runs the same scans on the reversed input; PyTorch runs both directions.
@@ -32,7 +32,7 @@ from linrnn.impls.bundle import RECURRENCE_KEYS
 from linrnn.impls.config import RECURRENT_KINDS, LOW_DTYPES, ModelConfig, mixer_config, modes
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
-from linrnn.impls.reference import apply_mixer, spectral_radius
+from linrnn.impls.reference import MIXERS, apply_mixer, spectral_radius
 from linrnn.impls.tolerance import assert_close, tolerance
 from linrnn.impls.torch import from_bundle
 
@@ -40,7 +40,7 @@ B, L, H, N = 2, 64, 4, 4
 ALL_KINDS = RECURRENT_KINDS + ("attention",)
 SLOW = {"rotrnn": {"gamma_min": 0.99, "gamma_max": 0.999}, "lru": {"r_min": 0.99, "r_max": 0.999},
         "dlr": {"dt_min": 2e-4, "dt_max": 2e-3}, "s4d": {"dt_min": 2e-3, "dt_max": 2e-2},
-        "s5": {"dt_min": 2e-3, "dt_max": 2e-2}, "attention": {}}
+        "s5": {"dt_min": 2e-3, "dt_max": 2e-2}, "attention": {}, "rglru": {"r_min": 0.99, "r_max": 0.999}}
 
 
 @cache
@@ -56,8 +56,12 @@ def case(kind: str, bidirectional: bool = False):
 
 def reference_input_gradient(bundle, u: np.ndarray, g: np.ndarray) -> np.ndarray:
     """d<g, y(u)>/du by the float64 reference: J^T g row by row (recurrent kinds: y is linear in u, so J's columns are
-    the layer on the unit inputs; attention: central differences at step 1e-5)."""
+    the layer on the unit inputs; the RG-LRU, whose gates read u: its reference's exact `input_gradient`, by a complex
+    step; attention: central differences at step 1e-5)."""
     cfg = bundle.config
+    module = MIXERS[cfg.kind]
+    if hasattr(module, "input_gradient"):
+        return module.input_gradient(bundle.params, cfg, u, g)
     eye = np.eye(L * H).reshape(L * H, L, H)
     out = np.empty_like(u)
     for b in range(B):
