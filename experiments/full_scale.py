@@ -21,6 +21,11 @@ the ledger's full-scale settings). Its GPU time is steps x seconds per step, the
 The seeds per arm: `--seeds` (default 3, the fewest the ledger decides on; the papers report 3). With `--ledger`
 (the `ledger.json` that `linrnn report` writes) the plan also gives, per claim, the seeds its undecided parts need
 for 80 % power at the spread of the stored reduced-scale records, and the GPU time at those seeds.
+
+Submitted (`experiment`), each run asks the cluster for what its plan says (`requests`): its GPUs (the config's
+devices), its planned hours (steps x the seconds per step above) and memory (the plan's estimate, a rough upper bound
+per device, plus HOST_GIB for the process and its data, at least MIN_GIB); `linrnn.tasks.sweep_slurm_settings`
+turns that into `--gres`, `--time` and `--mem` and warns where the user's settings cannot fit it.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ D2_VARIANTS = (("dlr", "synthetic", {"d_state": 4096}), ("dlr", "default", {"d_s
 # local attention at the DLR tasks' full lengths: the DLR code's window of 1,024 positions, 4 heads (an assumption
 # for PathfinderSegmentation-128, whose attention baseline's setting was not retrieved)
 ATTENTION = ("mixer={}", "mixer.heads=4", "mixer.window=1024")
+HOST_GIB, MIN_GIB = 8, 16          # a run's memory request: its plan's estimate + HOST_GIB, at least MIN_GIB
 
 
 @dataclass(frozen=True)
@@ -231,6 +237,23 @@ def plan_lines(name: str, seeds: int, step_times: str | None = None, ledger: str
     return lines
 
 
+def requests(runs: list[FullJob], measured: dict | None = None) -> dict[str, dict]:
+    """{run name: {"hours", "gpus", "mem_gb"}}: what each run asks a cluster for, from its dry-run plan."""
+    import math
+
+    from linrnn.tasks.config import TrainConfig
+    from linrnn.tasks.plan import plan
+
+    out = {}
+    for job in runs:
+        config = TrainConfig(**job.config)
+        found = plan(config)
+        seconds, _ = step_seconds(job, measured or {})
+        out[job.name] = {"hours": round(found.total_steps * seconds / 3600, 3), "gpus": config.devices,
+                         "mem_gb": max(MIN_GIB, math.ceil(found.memory_bytes / 2**30 + HOST_GIB))}
+    return out
+
+
 def experiment(name: str, seeds: int, reduced: Mapping):
     """The reduced-scale experiment `name` (from `reduced`, the command's registry `claims.EXPERIMENTS`, which
     imports this module) at the papers' scale, as an `Experiment` that `runner.run` runs like any
@@ -259,8 +282,14 @@ def experiment(name: str, seeds: int, reduced: Mapping):
     def controls(quick: bool):
         return [c for c in base.controls(False) if not c.jobs]
 
+    asks = {json.dumps(job.labels, sort_keys=True): request for job, request in zip(runs, requests(runs).values())}
+
+    def request(job: Job) -> dict | None:
+        return asks.get(json.dumps({k: v for k, v in job.labels.items() if k != "seed"}, sort_keys=True))
+
     brief = f"the papers' scale: {len(runs)} runs x {seeds} seeds on the papers' data"
     return replace(base, title=base.title + " (the papers' scale)", jobs=jobs, controls=controls, run_job=None,
+                   requests=request,
                    scale=lambda quick: f"{brief}; each run one tasks/configs/ file or the ledger's full-scale grid, as "
                                        f"`linrnn experiment {name} --scale full --dry-run` lists them",
                    brief=brief)

@@ -94,6 +94,9 @@ class Experiment:
     run_job: Callable[[Job, Path, Path, bool], list[dict]] | None = None
     controls: Callable[[bool], list[Control]] = _no_controls   # quick -> the positive controls
     brief: str = ""                    # the full-size scale in a few words (seeds, length, steps, data)
+    # job -> what it asks a cluster for, from its plan ({"hours", "gpus", "mem_gb"}: `--scale full`,
+    # linrnn.tasks.sweep_slurm_settings); None: the sweep's settings
+    requests: Callable[[Job], dict | None] | None = None
     # quick -> what was fixed before the runs it covers (a confirmatory design: {"claim", "stage": "confirmatory",
     # "registered", "select" (the labels of its runs), "arms", "seeds", "rule", "margin", "alpha", "plan"}) and the
     # interim looks of earlier runs ({"claim", "stage": "exploratory", "select", "looks": [...]}); the record keeps it
@@ -181,7 +184,10 @@ def run_job(job: Job, data_root: Path, runs_root: Path, progress: bool) -> dict:
     folder = ensure_data(data_root, job.data) if job.data is not None else None
     out = runs_root / job.name
     results = out / RUN_RESULTS
-    reused = results.exists() and TrainConfig.from_stored(read(results, RunRecord).config) == config
+    try:
+        reused = results.exists() and TrainConfig.from_stored(read(results, RunRecord).config) == config
+    except (ResultsError, LinrnnError):         # unreadable (damaged, or older code's): `train` writes it again
+        reused = False
     row = {"name": job.name, **job.labels, "config": config.to_dict(), "data": _data_spec(job)}
     tic = time.perf_counter()
     if not reused:
@@ -244,37 +250,59 @@ def trivial_key(job: Job) -> dict:
             "batch_size": c["batch_size"]}
 
 
-def trivial_baselines(jobs: list[Job], data_root: Path, previous: list[dict], progress: bool = True) -> list[dict]:
-    """The best trivial predictor (`linrnn.tasks.trivial`) of every task, length and data set of `jobs`, computed
-    once each by the driver before any run trains (a previous record's entry with the same key is kept)."""
+def trivial_entry(key: dict, config: dict, data: DataSet | None, data_root: Path) -> dict:
+    """The best trivial predictor (`linrnn.tasks.trivial`) of one task, length and data set (`trivial_key`): a job of
+    the sweep like the training runs, so that the driver measures nothing itself (at the papers' lengths the
+    measurement needs a node's memory: Shift at L = 2^20 took 15 GB)."""
     from linrnn.tasks.config import TrainConfig
-    from linrnn.tasks.trivial import FAMILY_VERSION, data_task_baseline, synthetic_baseline
+    from linrnn.tasks.trivial import data_task_baseline, synthetic_baseline
 
-    out, seen = [], set()
+    tic = time.perf_counter()
+    if data is not None:
+        found = data_task_baseline(TrainConfig(**config), ensure_data(data_root, data))
+    else:
+        found = synthetic_baseline(key["task"], key["length"], 0, key["eval_batches"], key["batch_size"])
+    return {**key, **found, "seconds": round(time.perf_counter() - tic, 1)}
+
+
+def trivial_jobs(jobs: list[Job], chosen: set[str], data_root: Path, runs_dir: Path, previous: list[dict],
+                 requests: Callable[[Job], dict | None] | None = None) -> tuple[dict[str, dict], dict[str, dict], list]:
+    """The trivial baselines of the tasks, lengths and data sets of `jobs`: ({key: the key}, in the jobs' order;
+    {key: entry} kept from the previous record (the same key and predictor family); the sweep jobs that measure the
+    others that the `chosen` jobs need, each asking for the most memory of the runs it serves and no GPU)."""
+    import hashlib
+
+    from linrnn.tasks.sweep import SweepJob
+    from linrnn.tasks.trivial import FAMILY_VERSION
+
+    keys: dict[str, dict] = {}
+    kept: dict[str, dict] = {}
+    needed: dict[str, Job] = {}
+    memory: dict[str, float] = {}
     for job in jobs:
-        if "task" not in job.config or job.config.get("task") is None:
+        if job.config.get("task") is None:
             continue
         key = trivial_key(job)
         text = json.dumps(key, sort_keys=True)
-        if text in seen:
-            continue
-        seen.add(text)
-        kept = next((e for e in previous if {k: e.get(k) for k in key} == key
-                     and e.get("family_version") == FAMILY_VERSION), None)   # another family's: measured again
-        if kept is not None:
-            out.append(kept)
-            continue
-        tic = time.perf_counter()
-        if job.data is not None:
-            found = data_task_baseline(TrainConfig(**job.config), ensure_data(data_root, job.data))
-        else:
-            found = synthetic_baseline(key["task"], key["length"], 0, key["eval_batches"], key["batch_size"])
-        out.append({**key, **found, "seconds": round(time.perf_counter() - tic, 1)})
-        if progress:
-            where = f"L = {key['length']}" if "length" in key else job.data.name
-            print(f"trivial baseline of {key['task']} ({where}): {found['best']['name']}, {found['metric']} "
-                  f"{found['best']['score']:.4f}", flush=True)
-    return out
+        keys.setdefault(text, key)
+        found = next((e for e in previous if {k: e.get(k) for k in key} == key
+                      and e.get("family_version") == FAMILY_VERSION), None)   # another family's: measured again
+        if found is not None:
+            kept.setdefault(text, found)
+        elif job.name in chosen:
+            needed.setdefault(text, job)
+        request = requests(job) if requests else None
+        if request and request.get("mem_gb"):
+            memory[text] = max(memory.get(text, 0.0), float(request["mem_gb"]))
+    sweep = []
+    for text, job in needed.items():
+        key = keys[text]
+        where = f"L{key['length']}" if "length" in key else job.data.name
+        name = f"trivial-{key['task']}-{where}-{hashlib.sha1(text.encode()).hexdigest()[:6]}"
+        resources = {"hours": 0.25, "gpus": 0, "mem_gb": memory[text]} if text in memory else None
+        sweep.append(SweepJob(name, runs_dir / name, trivial_entry, (key, job.config, job.data, data_root),
+                              {"trivial": key, "family_version": FAMILY_VERSION}, resources))
+    return keys, kept, sweep
 
 
 def select(jobs: list[Job], only: list[str]) -> list[Job]:
@@ -318,6 +346,20 @@ def run(experiment: Experiment, quick: bool, data_root: Path, runs_root: Path, o
     filters of the jobs to train; the record keeps the previous record's rows of the others, and is complete when
     every job has its rows. `executor`: where the jobs run (`linrnn.tasks.sweep.Executor`; default serial, here,
     an error raised as it is)."""
+    from linrnn.tasks.lock import Locked, hold, output_lock
+
+    try:
+        # one driver per record: a second one on the same --out is a one-line error naming the first
+        with hold(output_lock(out), "linrnn experiment " + " ".join(argv)):
+            return _run(experiment, quick, data_root, runs_root, out, argv, progress, only, executor)
+    except Locked as err:
+        raise LinrnnError(f"--out: another driver is running this experiment into {out} ({err}); wait for it to end "
+                          f"(linrnn runs list {runs_root / experiment.name} shows its runs), or give this one its own "
+                          "--out") from None
+
+
+def _run(experiment: Experiment, quick: bool, data_root: Path, runs_root: Path, out: Path, argv: list[str],
+         progress: bool, only: list[str] | None, executor) -> dict:
     from linrnn.tasks.sweep import Executor, SweepJob, run_jobs
 
     executor = executor or Executor("serial", retries=0, progress=False)
@@ -329,11 +371,13 @@ def run(experiment: Experiment, quick: bool, data_root: Path, runs_root: Path, o
     before = previous_record(out, experiment, quick)
     previous = [] if before is None else [r for r in before.runs if isinstance(r, dict) and isinstance(r.get("name"), str)]
     controls = [c.spec() for c in experiment.controls(quick)]
-    # the data sets are generated (or checked), and each task's trivial baseline measured, once, by this process,
-    # before any job starts: no two jobs ever generate a data set at once
+    # the data sets are generated (or checked) once, by this process, before any job starts: no two jobs ever
+    # generate a data set at once; each task's trivial baseline is measured by a job of its own, first
     for data in {j.data.name: j.data for j in every if j.data is not None}.values():
         ensure_data(data_root, data)
-    trivial = trivial_baselines(every, data_root, [] if before is None else before.trivial, progress=True)
+    runs_dir = runs_root / experiment.name
+    trivial_keys, bars, measure = trivial_jobs(every, chosen, data_root, runs_dir,
+                                               [] if before is None else before.trivial, experiment.requests)
     rows: dict[str, list[dict]] = {}
     for job in every:                   # what the previous record already holds (kept, whatever --only selects)
         found = stored_rows(job, previous)
@@ -354,7 +398,8 @@ def run(experiment: Experiment, quick: bool, data_root: Path, runs_root: Path, o
             training_seconds=round(sum(r["steps"] * r["seconds_per_step"] for rs in rows.values()
                                        for r in rs if r.get("steps") and r.get("seconds_per_step")), 1),
             complete=all(n in rows for n in names), controls=controls,
-            runs=[row for n in names if n in rows for row in rows[n]], trivial=trivial,
+            runs=[row for n in names if n in rows for row in rows[n]],
+            trivial=[bars[t] for t in trivial_keys if t in bars],
             design=experiment.design(quick), envelope=Envelope.here("linrnn experiment " + " ".join(argv)))
         write(out, made)
         record = to_dict(made)
@@ -371,21 +416,28 @@ def run(experiment: Experiment, quick: bool, data_root: Path, runs_root: Path, o
             show(job.name)
     if any(j.name in rows for j in jobs) or not jobs:
         write_record()
-    runs_dir = runs_root / experiment.name
+    bar_of = {job.name: json.dumps(job.args[0], sort_keys=True) for job in measure}
 
-    def gathered(sweep_job: SweepJob, result: list[dict], reused: bool) -> None:
-        # a job record from before (a crash, jobs that finished after their driver stopped): no time spent now
-        rows[sweep_job.name] = [{**row, "wall_seconds": None} for row in result] if reused else result
-        show(sweep_job.name)
+    def gathered(sweep_job: SweepJob, result, reused: bool) -> None:
+        if sweep_job.name in bar_of:             # a trivial baseline
+            bars[bar_of[sweep_job.name]] = result
+            where = f"L = {result['length']}" if "length" in result else sweep_job.args[2].name
+            print(f"trivial baseline of {result['task']} ({where}): {result['best']['name']}, {result['metric']} "
+                  f"{result['best']['score']:.4f}", flush=True)
+        else:
+            # a job record from before (a crash, jobs that finished after their driver stopped): no time spent now
+            rows[sweep_job.name] = [{**row, "wall_seconds": None} for row in result] if reused else result
+            show(sweep_job.name)
         write_record()
 
     # a control's own runs are plain training runs, whatever the experiment's arms run; a job's per-step progress
     # bars only where it runs in this process
-    sweep = [SweepJob(j.name, runs_dir / j.name, job_rows,
-                      (_one_run if "control" in j.labels else (experiment.run_job or _one_run), j, data_root, runs_dir,
-                       progress and executor.name == "serial"), job_key(experiment, j))
-             for j in jobs if j.name not in rows]
-    run_jobs(sweep, executor, gathered, folder=runs_dir)
+    sweep = measure + [SweepJob(j.name, runs_dir / j.name, job_rows,
+                                (_one_run if "control" in j.labels else (experiment.run_job or _one_run), j, data_root,
+                                 runs_dir, progress and executor.name == "serial"), job_key(experiment, j),
+                                experiment.requests(j) if experiment.requests else None)
+                       for j in jobs if j.name not in rows]
+    run_jobs(sweep, executor, gathered, folder=runs_dir, lock=out)
     return record
 
 

@@ -76,7 +76,29 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"linrnn {args.command}: interrupted", file=sys.stderr)
         return 130
+    except MemoryError as err:                  # out of memory is the machine's limit, not a bug: one line too
+        print(f"linrnn {args.command}: error: out of memory ({type(err).__name__}"
+              f"{': ' + str(err).splitlines()[0] if str(err) else ''}); run it where there is more memory, or "
+              "smaller (a smaller batch size or length)", file=sys.stderr)
+        return 2
+    except BrokenPipeError:                     # the reader stopped reading (`linrnn runs list D | head`): quiet,
+        _quiet_stdout()                         # exit status 141 as for a process killed by SIGPIPE
+        return 141
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 141
     return int(status or 0)
+
+
+def _quiet_stdout() -> None:
+    """The reader of stdout has gone (`| head`): what is left to write, and Python's flush at exit, go nowhere."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 if __name__ == "__main__":

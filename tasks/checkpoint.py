@@ -11,7 +11,9 @@ float64 arrays only,
                     own state (`extra`: the best evaluation so far)
 
 Writing goes to a temporary file that is then renamed, so an interrupted save leaves the previous
-checkpoint intact ("the last good checkpoint").
+checkpoint intact ("the last good checkpoint"). A run's checkpoint also keeps the one before it
+(`save(..., keep_previous=True)`: CHECKPOINT.previous.npz), which a resume falls back to where the
+newest is damaged (`linrnn.tasks.train`).
 """
 
 from __future__ import annotations
@@ -40,7 +42,13 @@ class Checkpoint:
     extra: dict = field(default_factory=dict)  # the loop's state, JSON ({"best": evaluation})
 
 
-def save(path: str | os.PathLike, ckpt: Checkpoint) -> Path:
+def previous(path: str | os.PathLike) -> Path:
+    """Where `save(path, ..., keep_previous=True)` keeps the checkpoint it replaced: NAME.previous.npz."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}.previous{path.suffix}")
+
+
+def save(path: str | os.PathLike, ckpt: Checkpoint, keep_previous: bool = False) -> Path:
     path = Path(path)
     meta = {"checkpoint_schema": CHECKPOINT_SCHEMA, "bundle_schema": SCHEMA_VERSION, "step": ckpt.step,
             "model_config": config_to_dict(ckpt.bundle.config), "train_config": ckpt.train_config,
@@ -51,6 +59,8 @@ def save(path: str | os.PathLike, ckpt: Checkpoint) -> Path:
     try:
         with open(tmp, "wb") as fh:
             np.savez(fh, __meta__=np.array(json.dumps(meta)), **arrays)
+        if keep_previous and path.exists():
+            path.replace(previous(path))
         tmp.replace(path)
     except OSError as err:
         raise LinrnnError(f"cannot write checkpoint {path}: {err.strerror or err}") from None

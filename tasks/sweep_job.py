@@ -3,7 +3,12 @@
 A job (`SweepJob`) is a module-level function and its arguments, a directory of its own and a key (its inputs as
 plain JSON). `execute` runs it with its intra-op threads fixed and writes what it returned as a `job` record to
 JOB_DIR/job.json, atomically; `stored` reads a record back when it has the job's key, `gather` hands its result on,
-and `tail` shows a failed job's log. The driver (`sweep.py`) and the two executors that leave the process
+and `tail` shows a failed job's log.
+
+`execute` holds the job's directory (its lock, `linrnn.tasks.lock`) while it runs: a second process given the same
+job (a second driver, a job resubmitted while the first still runs) waits for the first, says so in its log, and
+then uses the first's record instead of training again. A `job.json` that is not a file (a directory in its place)
+is set aside before the job runs. The driver (`sweep.py`) and the two executors that leave the process
 (`sweep_local.py`, `sweep_slurm.py`) all build on this module, which imports none of them.
 """
 
@@ -28,6 +33,26 @@ class SweepJob:
     call: Callable[..., Any]       # a module-level function (pickled by reference): call(*args) -> JSON-ready result
     args: tuple
     key: dict                      # its inputs as plain JSON: a record with another key is not this job's
+    resources: dict | None = None  # slurm: what it asks for, from its plan ({"hours", "gpus", "mem_gb"}:
+                                   # `linrnn.tasks.sweep_slurm_settings`); None: the sweep's settings
+
+
+def checkpoint_on(number: int, action: Callable[[int], None], deadline: int | None = None) -> None:
+    """On the signal `number`, the training loop running in this process saves its checkpoint at the end of the step
+    it is in and then `action(number)` runs (at once where no loop runs: nothing to save). `deadline`: seconds after
+    the signal at which the process ends whatever it is doing (SIGALRM's default action), so that a process told to
+    stop never outlives that by long."""
+    import signal
+    import sys
+
+    def handler(signum, frame):
+        if deadline:
+            signal.alarm(deadline)
+        training = sys.modules.get("linrnn.tasks.train")      # not imported yet: no loop runs
+        if training is None or not training.request_checkpoint(lambda: action(signum)):
+            action(signum)
+
+    signal.signal(number, handler)
 
 
 def _fix_threads(threads: int) -> int:
@@ -49,7 +74,37 @@ def _slurm_ids() -> tuple[str | None, int]:
 
 
 def execute(job: SweepJob, threads: int, executor: str, checkpoint_seconds: float | None) -> None:
-    """Run `job` here with `threads` intra-op threads and write its record to JOB_DIR/job.json."""
+    """Run `job` here with `threads` intra-op threads and write its record to JOB_DIR/job.json, holding its directory
+    (another holder: waited for, and its record used where it wrote one)."""
+    import sys
+
+    from linrnn.tasks.lock import describe, hold, run_lock
+
+    def waiting(info: dict) -> None:
+        print(f"{job.name}: waiting for {describe(info)}, which holds {job.folder}", file=sys.stderr, flush=True)
+
+    with hold(run_lock(job.folder), f"sweep job {job.name} ({executor})", wait=waiting):
+        if stored(job) is not None:
+            print(f"{job.name}: its record was written by another process meanwhile; nothing to run",
+                  file=sys.stderr, flush=True)
+            return
+        _clear_record_place(job)
+        _run(job, threads, executor, checkpoint_seconds)
+
+
+def _clear_record_place(job: SweepJob) -> None:
+    """A job.json that is not a file (a directory, ...) is set aside: the record is written in its place."""
+    import sys
+
+    from linrnn.impls.results import JOB_RESULT
+    from linrnn.tasks.resume import set_aside
+
+    path = job.folder / JOB_RESULT
+    if (path.exists() or path.is_symlink()) and not path.is_file():
+        print(f"{path} is not a file; moved to {set_aside(path).name}", file=sys.stderr, flush=True)
+
+
+def _run(job: SweepJob, threads: int, executor: str, checkpoint_seconds: float | None) -> None:
     from linrnn.impls.results import JOB_RESULT, Envelope, JobRecord, plain, write
     from linrnn.tasks import train as training
 

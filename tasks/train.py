@@ -4,8 +4,16 @@
         config.json      the resolved TrainConfig
         metrics.jsonl    one JSON object per step ({"step", "loss", "lr"}) or evaluation ({"step", "eval"})
         checkpoint.npz   the last good checkpoint (framework-neutral; see checkpoint.py)
+        checkpoint.previous.npz   the one before it (a resume falls back to it where the newest is damaged)
         best.npz         data tasks: the checkpoint with the best validation metric so far
         results.json     the final results (for the report)
+        .lock            while a process trains it: one writer at a time (`linrnn.tasks.lock`); a second
+                         `train` into it is a one-line error naming the first
+
+A resume starts from the checkpoint and keeps the log up to it; a damaged file is set aside or dropped, said
+in one line, and never blocks the resume (`linrnn.tasks.resume`). A signal handler may ask the loop to save its
+checkpoint at the end of the current step and then act (`request_checkpoint`: SLURM's warning before a job's time
+limit).
 
 What is trained on (a `Source`):
 
@@ -39,6 +47,7 @@ task's few evaluation batches run whole on every rank), and only rank 0 writes f
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import importlib
 import json
 import math
@@ -56,8 +65,10 @@ from linrnn.impls.init import init
 from linrnn.impls.results import RUN_RESULTS, RunRecord, write
 from linrnn.tasks import checkpoint as ckpt_io
 from linrnn.tasks import datatasks
+from linrnn.tasks import resume as resumed
 from linrnn.tasks.config import RESUMABLE_CHANGES, TrainConfig, nest_legacy
 from linrnn.tasks.datatasks import ModelBatch
+from linrnn.tasks.lock import Locked, hold, run_lock
 from linrnn.tasks.metrics import regression_metrics
 from linrnn.tasks.schedule import lr_factor
 from linrnn.tasks.synthetic import last_outputs
@@ -69,6 +80,9 @@ EVAL_SPLITS = ("val", "test")
 # job resumes from at most that long ago; the results do not depend on it (saving reads the state, and a resumed
 # run ends as an uninterrupted one).
 CHECKPOINT_SECONDS: float | None = None
+# `request_checkpoint`'s requests (their actions) while a loop runs in this process (`_ACTIVE`)
+_REQUESTS: list[Callable[[], None]] = []
+_ACTIVE = False
 
 
 class TrainingDiverged(LinrnnError):
@@ -247,18 +261,32 @@ def evaluate(adapter, config: TrainConfig) -> dict[str, float]:
                               np.concatenate(masks))
 
 
-def _truncate_log(path: Path, last_step: int) -> None:
-    """Drop log lines past the checkpoint being resumed from (they will be written again)."""
-    if not path.exists():
-        return
-    kept = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= last_step]
-    path.write_text("".join(line + "\n" for line in kept))
-
-
 def _same_run(saved: dict, config: TrainConfig) -> list[str]:
     saved = nest_legacy(saved)      # a checkpoint written before mixer tables: the fields its model used
     now = config.to_dict()
     return sorted(k for k in now if k not in RESUMABLE_CHANGES and saved.get(k) != now[k])
+
+
+def resume_point(out: Path, config: TrainConfig) -> ckpt_io.Checkpoint | None:
+    """The checkpoint a resume of `out` starts from (`linrnn.tasks.resume`: a damaged one is set aside); None:
+    there is none, the run starts at step 0. One made with another config is a one-line error."""
+    state = resumed.checkpoint(out / "checkpoint.npz")
+    if state is not None:
+        differs = _same_run(state.train_config, config)
+        if differs:
+            raise LinrnnError(f"--resume: the checkpoint in {out} was made with another config "
+                              f"(differs in {', '.join(differs)})")
+    return state
+
+
+def request_checkpoint(then: Callable[[], None]) -> bool:
+    """Ask the training loop running in this process to save its checkpoint at the end of the step it is in and then
+    call `then()` (safe from a signal handler: SLURM's signal before a time limit, `linrnn.tasks.sweep_slurm`).
+    False where no loop runs: the caller acts at once."""
+    if not _ACTIVE:
+        return False
+    _REQUESTS.append(then)
+    return True
 
 
 def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after: int | None = None,
@@ -275,36 +303,59 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after
                     the same records on rank 0
     """
     out = Path(out)
-    Adapter = adapter_class(config.backend)
     if config.is_data_task and data is None:
         raise LinrnnError(f"--data: the data task {config.task} needs its data folder (linrnn data --help)")
     if not config.is_data_task and data is not None:
         raise LinrnnError(f"--data: the synthetic task {config.task} reads no data folder")
-    ckpt_path, best_path, log_path = out / "checkpoint.npz", out / "best.npz", out / "metrics.jsonl"
-    state = None
-    if resume and ckpt_path.exists():
-        state = ckpt_io.load(ckpt_path)
-        differs = _same_run(state.train_config, config)
-        if differs:
-            raise LinrnnError(f"--resume: the checkpoint in {out} was made with another config "
-                              f"(differs in {', '.join(differs)})")
-    # the model config needs the data (vocabulary, channels); the adapter needs the bundle
     rank, world = _ranks(config)
+    if rank != 0:                 # only rank 0 writes: it holds the run directory's lock
+        return _train(config, out, resume, stop_after, progress, poison_step, data, cache, train_examples, log_to)
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise LinrnnError(f"--out: cannot create {out}: {err.strerror or err}") from None
+    try:
+        with hold(run_lock(out), "linrnn " + " ".join(sys.argv[1:]) if sys.argv[0].endswith("linrnn")
+                  else f"training {out}"):
+            return _train(config, out, resume, stop_after, progress, poison_step, data, cache, train_examples,
+                          log_to)
+    except Locked as err:
+        raise LinrnnError(f"--out: {out} is being trained by {err}; wait for it to end, or stop it") from None
+    finally:
+        if created:               # a run that failed before writing anything leaves no empty directory behind
+            with contextlib.suppress(OSError):
+                out.rmdir()
+
+
+def _train(config: TrainConfig, out: Path, resume: bool, stop_after: int | None, progress: bool,
+           poison_step: int | None, data, cache, train_examples: int | None, log_to: tuple[str, ...]) -> RunResult:
+    """`train`, its run directory held."""
+    global _ACTIVE
+    Adapter = adapter_class(config.backend)
+    ckpt_path, best_path, log_path = out / "checkpoint.npz", out / "best.npz", out / "metrics.jsonl"
+    rank, world = _ranks(config)
+    lead = rank == 0
+    state = resume_point(out, config) if resume else None
+    kept = None
+    if state and lead:
+        kept = resumed.kept_log(log_path, state.step)
+        if kept is None and world > 1:
+            raise LinrnnError(f"{log_path} is damaged: with {world} ranks a run cannot restart by itself; move the "
+                              f"run directory away to train it afresh")
+        if kept is None:
+            resumed.say(f"{out}: {log_path.name} moved to {resumed.set_aside(log_path).name}; training from step 0")
+            state = None
+    # the model config needs the data (vocabulary, channels); the adapter needs the bundle
     source = (DataSource(config, data, cache, rank, world, train_examples) if config.is_data_task
               else SyntheticSource(config, rank, world))
     adapter = Adapter(state.bundle if state else init(source.model_config(), config.seed), config)
-    lead = adapter.rank == 0
-    if lead:
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise LinrnnError(f"--out: cannot create {out}: {err.strerror or err}") from None
     start, best, stale = 0, None, 0
     if state:
         adapter.load_optimizer_state(state.optimizer)
         start, best, stale = state.step, state.extra.get("best"), state.extra.get("stale", 0)
         if lead:
-            _truncate_log(log_path, start)
+            log_path.write_text("".join(line + "\n" for line in kept))
             if start < source.total_steps:
                 print(f"{out}: resuming from the checkpoint at step {start}", file=sys.stderr, flush=True)
     elif lead:
@@ -332,6 +383,7 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after
         for sink in sinks:
             sink.write(line)
 
+    _ACTIVE = True
     try:
         if lead and log_to:
             from linrnn.tasks.logsinks import open_sinks
@@ -384,12 +436,22 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after
                     or (config.checkpoint_every and done % config.checkpoint_every == 0)):
                 if lead:
                     log.flush()
-                    _save(ckpt_path, done, adapter, config, best, stale)
+                    _save(ckpt_path, done, adapter, config, best, stale, keep_previous=True)
                 last_save = time.monotonic()
+            elif _REQUESTS and lead:
+                log.flush()
+                _save(ckpt_path, done, adapter, config, best, stale, keep_previous=True)
+            if _REQUESTS:            # a signal asked for the checkpoint: saved at this step; now its action
+                then = _REQUESTS.pop()
+                _REQUESTS.clear()
+                print(f"{out}: saved the checkpoint at step {done} on a signal", file=sys.stderr, flush=True)
+                then()
             if stopped:             # patience: the validation metric has not improved for that many evaluations
                 end = done
                 break
     finally:
+        _ACTIVE = False
+        _REQUESTS.clear()
         bar.close()
         for sink in sinks:
             sink.close()
@@ -399,10 +461,30 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after
     bundle = adapter.to_bundle()
     result = RunResult(config, end, losses, evaluations, seconds, bundle, best, adapter.rank,
                        stopped_early=stopped, final_predictions=final_predictions)
-    # a finished run resumed again takes no step: its results (and their time per step) stay as they were
-    if (end == total or stopped) and lead and (end > start or not (out / RUN_RESULTS).exists()):
+    # a finished run resumed again takes no step: its results (and their time per step) stay as they were, unless
+    # they are missing or unreadable: then they are written again, its final evaluation made again on the final
+    # checkpoint (the same numbers: evaluation is a pure function of the model)
+    if (end == total or stopped) and lead and (end > start or not _readable(out / RUN_RESULTS)):
+        if not evaluations and world == 1:
+            result.evaluations = [{"step": end, **({"epoch": round(end / spe, 6)} if spe else {}),
+                                   **source.evaluate(adapter)}]
+            result.final_predictions = source.predictions
         write_results(out, result)
     return result
+
+
+def _readable(path: Path) -> bool:
+    """Whether the run's results.json reads back (absent: False; unreadable: False, said)."""
+    from linrnn.impls.results import ResultsError, read
+
+    if not path.exists():
+        return False
+    try:
+        read(path, RunRecord)
+    except ResultsError as err:
+        resumed.say(f"{err}; written again")
+        return False
+    return True
 
 
 def _ranks(config: TrainConfig) -> tuple[int, int]:
@@ -418,10 +500,11 @@ def _ranks(config: TrainConfig) -> tuple[int, int]:
     return rank, world
 
 
-def _save(path: Path, step: int, adapter, config: TrainConfig, best: dict | None, stale: int = 0) -> None:
+def _save(path: Path, step: int, adapter, config: TrainConfig, best: dict | None, stale: int = 0,
+          keep_previous: bool = False) -> None:
     extra = ({"best": best} if best else {}) | ({"stale": stale} if stale else {})
     ckpt_io.save(path, ckpt_io.Checkpoint(step, adapter.to_bundle(), adapter.optimizer_state(), config.to_dict(),
-                                          extra))
+                                          extra), keep_previous=keep_previous)
 
 
 def _describe(record: dict) -> str:

@@ -1,10 +1,12 @@
 """Training logs people read: `linrnn train --log tensorboard,wandb`, `linrnn runs list` and `linrnn runs export`.
 
 - the TensorBoard event files, read back by TensorBoard's own reader, hold every value of metrics.jsonl exactly
-  (float64 tensor summaries), the config as text; a resumed run's events are those of one uninterrupted log;
-- `runs export` writes the same events for a run trained without `--log`;
-- Weights & Biases offline (WANDB_MODE=offline) logs the run's last values and its config (skipped, saying so, where
-  wandb is not installed: it is optional);
+  (float64 tensor summaries), the config as text; a resumed run's events are those of one uninterrupted log, for
+  the app's reader and for the older one that ignores `purge_step` alike;
+- `runs export` writes the same events for a run trained without `--log`, and twice writes them once;
+- Weights & Biases: a resumed run, and an export, go on in the run's own W&B run (its id stored in the run
+  directory), not a second one of the same name; offline (WANDB_MODE=offline) it logs the run's last values and its
+  config (skipped, saying so, where wandb is not installed: it is optional);
 - `runs list` shows each run's task, model, seed, status (finished or the step an unfinished run reached) and best
   metric; a bad `--log`, `--to` or folder is one line.
 """
@@ -35,13 +37,14 @@ def logged(run_dir: Path) -> dict[str, dict[int, float]]:
     return out
 
 
-def events(run_dir: Path) -> tuple[dict[str, dict[int, float]], list[str]]:
-    """The scalars of RUN_DIR/tensorboard as TensorBoard's own reader (the one its app uses) sees them, and its text
-    summaries."""
-    from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator   # the app's
+def events(run_dir: Path, older: bool = False) -> tuple[dict[str, dict[int, float]], list[str]]:
+    """The scalars of RUN_DIR/tensorboard as TensorBoard's own reader (the one its app uses; `older`: the older
+    one, which does not honour `purge_step`) sees them, and its text summaries."""
+    from tensorboard.backend.event_processing import event_accumulator, plugin_event_accumulator
     from tensorboard.util import tensor_util
 
-    reader = EventAccumulator(str(run_dir / "tensorboard"), size_guidance={"tensors": 0})
+    kind = event_accumulator if older else plugin_event_accumulator
+    reader = kind.EventAccumulator(str(run_dir / "tensorboard"), size_guidance={"tensors": 0})
     reader.Reload()
     scalars, texts = {}, []
     for tag in reader.Tags()["tensors"]:
@@ -78,8 +81,9 @@ def test_a_resumed_run_logs_one_uninterrupted_history(tmp_path):
         train(config, tmp_path, poison_step=8, progress=False, log_to=("tensorboard",))
     assert sorted(events(tmp_path)[0]["train/loss"]) == list(range(1, 9))
     train(config, tmp_path, resume=True, progress=False, log_to=("tensorboard",))    # steps 7-12 again, from 6
-    scalars, _ = events(tmp_path)
-    assert scalars == logged(tmp_path) and sorted(scalars["train/loss"]) == list(range(1, 13))
+    for older in (False, True):                       # (events() fails on a step logged twice)
+        scalars, texts = events(tmp_path, older)
+        assert scalars == logged(tmp_path) and sorted(scalars["train/loss"]) == list(range(1, 13)) and len(texts) == 1
 
 
 def test_runs_export_writes_the_same_events_for_a_run_trained_without_a_sink(tmp_path, cli):
@@ -89,7 +93,8 @@ def test_runs_export_writes_the_same_events_for_a_run_trained_without_a_sink(tmp
     assert code == 0 and "a: 15 log lines to tensorboard" in out, (out, err)
     assert events(tmp_path / "runs" / "a")[0] == logged(tmp_path / "runs" / "a")
     cli.run("runs", "export", tmp_path / "runs", "--to", "tensorboard")        # again: the events are replaced
-    assert events(tmp_path / "runs" / "a")[0] == logged(tmp_path / "runs" / "a")
+    for older in (False, True):
+        assert events(tmp_path / "runs" / "a", older)[0] == logged(tmp_path / "runs" / "a")
 
 
 class FakeWandb:
@@ -123,13 +128,30 @@ def test_the_wandb_sink_logs_every_value_at_its_step_with_the_config(tmp_path, m
     train(config, tmp_path, progress=False, log_to=("wandb",))
     (kind, init), *logs, finish = fake.calls
     assert kind == "init" and finish == ("finish",)
-    assert init == {"project": "mine", "dir": str(tmp_path), "name": tmp_path.name, "config": config.to_dict(),
-                    "resume": None, "settings": {"console": "off"}}
+    run_id = json.loads((tmp_path / logsinks.WANDB_RUN).read_text())["id"]
+    assert init == {"project": "mine", "dir": str(tmp_path), "name": tmp_path.name, "id": run_id,
+                    "config": config.to_dict(), "resume": None, "settings": {"console": "off"}}
     got: dict[str, dict[int, float]] = {}
     for _, step, values in logs:
         for tag, value in values.items():
             got.setdefault(tag, {})[step] = value
     assert got == logged(tmp_path)
+
+
+def test_a_resumed_run_and_an_export_go_on_in_the_runs_own_wandb_run(tmp_path, monkeypatch):
+    import sys
+
+    fake = FakeWandb()
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    config = TrainConfig(**CONFIG)
+    train(config, tmp_path, stop_after=7, progress=False, log_to=("wandb",))
+    train(config, tmp_path, resume=True, progress=False, log_to=("wandb",))
+    logsinks.export(tmp_path, "wandb")
+    train(config, tmp_path / "other", progress=False, log_to=("wandb",))        # another run: another W&B run
+    inits = [call[1] for call in fake.calls if call[0] == "init"]
+    assert [(i["id"], i["resume"]) for i in inits[:3]] == [(inits[0]["id"], None), (inits[0]["id"], "allow"),
+                                                            (inits[0]["id"], "allow")]
+    assert inits[3]["id"] != inits[0]["id"] and inits[3]["resume"] is None
 
 
 @pytest.mark.skipif(importlib.util.find_spec("wandb") is None,
@@ -155,7 +177,8 @@ def test_runs_list_shows_each_run_its_status_and_best_metric(tmp_path, cli):
     half = next(line for line in lines if line.startswith("sweep/half "))
     r2 = json.loads((tmp_path / "done" / "results.json").read_text())["final"]["r2"]
     assert done.split()[:5] == ["done", "shift", "dlr", "0", "finished"] and f"final R^2 {r2:.4f}" in done
-    assert half.split()[:4] == ["sweep/half", "shift", "lru", "3"] and "step 5 of 12 (unfinished)" in half
+    assert half.split()[:4] == ["sweep/half", "shift", "lru", "3"]
+    assert "step 5 of 12 (unfinished; resumes from step 5)" in half
     assert lines[-1] == "2 run(s)"
 
 

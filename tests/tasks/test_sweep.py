@@ -26,6 +26,7 @@ from linrnn.cli import main as cli_main
 from linrnn.impls import results
 from linrnn.impls.errors import LinrnnError
 from linrnn.tasks import sweep, sweep_job, sweep_slurm
+from linrnn.tasks import sweep_slurm_settings as settings
 from linrnn.tasks.grid import run_grid
 
 TINY = dict(d_model=8, batch_size=2, eval_batches=1, mixer={"d_state": 8})
@@ -58,7 +59,9 @@ def test_the_cluster_settings_come_from_the_toml_file_with_the_flags_over_them(t
     assert got == {"time": 24 * 60 + 150 + 0, "gpus_per_job": 1, "cpus_per_job": 4, "partition": "debug", "mem": "16G",
                    "setup": [". .venv/bin/activate"], "sbatch": {"qos": "high", "exclude": "node3"}}
     assert sweep_slurm.cluster_settings(None, {"time": "90"})["time"] == 90
-    assert sweep_slurm.cluster_settings(None, {})["time"] == sweep_slurm.DEFAULT_MINUTES
+    assert sweep_slurm.cluster_settings(None, {}) == {}                  # a job's time: its plan's, else the default
+    assert settings.job_settings({}, None, None, None) == ({"time": settings.DEFAULT_MINUTES},
+                                                           settings.DEFAULT_MAX_TIMEOUTS, [])
     file.write_text('partition = "gpu"\nwalltime = 5\n')
     with pytest.raises(LinrnnError, match="--cluster: .*cluster.toml: expected keys among partition, time, .*, found "
                                           "'walltime'"):
@@ -79,6 +82,8 @@ def test_the_commands_refuse_bad_executor_options_in_one_line(tmp_path, capsys):
     for extra, message in ((["--executor", "threads"], "--executor: expected serial, local, local:N or slurm"),
                            (["--partition", "gpu"], "--cluster and the slurm flags need --executor slurm"),
                            (["--retries", "-1"], "--retries: expected 0 or more"),
+                           (["--max-timeouts", "2"], "--cluster and the slurm flags need --executor slurm"),
+                           (["--executor", "slurm", "--max-timeouts", "-1"], "--max-timeouts: expected 0 or more"),
                            (["--threads-per-job", "0"], "--threads-per-job: expected 1 or more")):
         assert cli_main(grid + extra) == 2
         err = capsys.readouterr().err
@@ -173,6 +178,31 @@ def _three_jobs(out: Path, executor) -> list[dict]:
     return [rows[n] for n in names]
 
 
+def test_a_plan_becomes_gres_time_and_memory_and_what_cannot_fit_it_is_one_line_per_kind():
+    """`--scale full`: a run planned at 35 GPU-hours asks for a GPU, 35 h x 1.25 + 10 min and its memory; a partition
+    limit, the user's --time, --mem or --gpus-per-job 0 below the plan are said, once per kind, naming the runs."""
+    plan = {"hours": 35.0, "gpus": 1, "mem_gb": 18}
+    got, timeouts, misfits = settings.job_settings({}, plan, None, None)
+    assert got == {"time": 2640, "gres": "gpu:1", "mem": "18G"} and timeouts == settings.DEFAULT_MAX_TIMEOUTS
+    assert misfits == []
+    got, timeouts, misfits = settings.job_settings({}, plan, 24 * 60, None)        # the partition's limit: 24 h
+    assert got["time"] == 24 * 60 and timeouts == 4 and [k for k, _ in misfits] == ["time"]  # 3 x 35 h in 5 pieces
+    cluster = {"time": 120, "mem": "4G", "gpus_per_job": 0}
+    got, timeouts, misfits = settings.job_settings(cluster, plan, None, 3)
+    assert got == cluster and timeouts == 3
+    assert [k for k, _ in misfits] == ["time", "timeouts", "gpu", "mem"]
+    lines = settings.misfit_lines({kind: [(f"run-{i}", plan, text) for i in range(5)] for kind, text in misfits})
+    assert len(lines) == 4 and all(line.startswith("warning: 5 run(s) (run-0, run-1, run-2 and 2 more) ")
+                                   for line in lines)
+    assert "need up to 35.0 h each by the plan, above the time limit 02:00:00 (--time): each is requeued at its " \
+           "limit about 17 time(s)" in lines[0]
+    assert "more than 4 x 02:00:00, all that --max-timeouts 3 allows: raise --max-timeouts or --time" in lines[1]
+    assert "planned at 18 GiB of memory, asked for 4G" in lines[3]
+    # --sbatch is read last by sbatch: its gres and mem win over the plan's
+    got, _, _ = settings.job_settings({"sbatch": {"gres": "gpu:a100:1", "mem": "64G"}}, plan, None, None)
+    assert "gres" not in got and "mem" not in got and got["sbatch"] == {"gres": "gpu:a100:1", "mem": "64G"}
+
+
 def test_the_progress_line_counts_the_jobs_and_estimates_the_time_left():
     stream = io.StringIO()
     progress = sweep.Progress(total=5, gathered=1, stream=stream)
@@ -185,6 +215,24 @@ def test_the_progress_line_counts_the_jobs_and_estimates_the_time_left():
     assert re.fullmatch(r"jobs: 2/5 done \(1 already\), 1 running, 2 pending, 0 failed; 0:10 elapsed, about 0:3\d "
                         r"left", lines[1]), lines[1]
     assert len(lines) == 2
+
+
+def test_the_progress_line_reads_the_running_jobs_steps_from_their_logs(tmp_path):
+    from linrnn.tasks.config import TrainConfig
+    from linrnn.tasks.train import train
+
+    config = TrainConfig(task="shift", model="dlr", backend="torch", length=8, steps=12, d_model=8,
+                         mixer={"d_state": 8}, batch_size=2, eval_batches=1)
+    train(config, tmp_path / "a", stop_after=5, progress=False)
+    train(config, tmp_path / "b", stop_after=3, progress=False)
+    with open(tmp_path / "b" / "metrics.jsonl", "a") as log:
+        log.write('{"step": 4, "lo')                                   # a line being written
+    jobs = [sweep.SweepJob(n, tmp_path / n, print, (), {}) for n in ("a", "b")]
+    assert sweep.running_steps(jobs) == (8, 24)
+    stream = io.StringIO()
+    sweep.Progress(total=2, gathered=0, stream=stream).update(0, 2, 0, 0, jobs=jobs, cancelled=1)
+    assert stream.getvalue().startswith("jobs: 0/2 done (0 already), 2 running (at 8 of 24 steps), 0 pending, 0 "
+                                        "failed, 1 cancelled;")
 
 
 def test_importing_submitit_leaves_the_process_logging_handlers_and_their_streams_open():
