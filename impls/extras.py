@@ -91,9 +91,7 @@ def missing(err: ImportError, what: str, extra: str | None = None) -> MissingExt
     """The one-line error for `err` when the module it misses comes with an extra of linrnn, else None (a module of
     linrnn's own, or any other: not an extra's, so a bug or the user's own import). `extra` overrides the module's
     own extra (a command that needs a whole set)."""
-    if isinstance(err, MissingExtra):
-        return err
-    name = getattr(err, "name", None)
+    name = getattr(err, "name", None)      # a MissingExtra too: said again for `what` (a command, a backend)
     if not isinstance(err, ModuleNotFoundError) or extra_of(name) is None:
         return None
     return MissingExtra(message(name, what, extra), name=name)

@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from linrnn.impls.errors import LinrnnError
-from linrnn.impls.extras import COMMANDS, missing
+from linrnn.impls.extras import COMMANDS, INSTALLS, MissingExtra, missing
 
 # Modules that define `register(subparsers)`; imported lazily so that `linrnn --help` stays fast
 # and a missing optional framework only breaks the commands that need it.
@@ -65,8 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         status = args.func(args)
     except ModuleNotFoundError as err:          # an optional extra's module (torch, sympy, ...) that is not installed
-        found = missing(err, "this command", COMMANDS.get(args.command))
-        if found is None:
+        extra = COMMANDS.get(args.command)
+        found = err if isinstance(err, MissingExtra) and (extra is None or err.name not in INSTALLS[extra]) else \
+            missing(err, "this command", extra)         # a MissingExtra keeps its words unless the command's extra
+        if found is None:                               # installs the module
             raise
         print(f"linrnn {args.command}: error: {found}", file=sys.stderr)
         return 2
