@@ -296,5 +296,5 @@ def run_command(args: argparse.Namespace, command: str) -> int:
                            {"reduced_training": run.name, "config": run.config, "data": {
                                "generator": run.data.generator, "options": run.data.options}})
             for run in runs]
-    sweep.run_jobs(jobs, executor, gathered, folder=runs_root)
+    sweep.run_jobs(jobs, executor, gathered, folder=runs_root, lock=out)      # one driver per --out
     return 0

@@ -316,8 +316,8 @@ def train(config: TrainConfig, out: str | Path, resume: bool = False, stop_after
     except OSError as err:
         raise LinrnnError(f"--out: cannot create {out}: {err.strerror or err}") from None
     try:
-        with hold(run_lock(out), "linrnn " + " ".join(sys.argv[1:]) if sys.argv[0].endswith("linrnn")
-                  else f"training {out}"):
+        command = Path(sys.argv[0]).name in ("linrnn", "__main__.py") and sys.argv[1:2] == ["train"]
+        with hold(run_lock(out), "linrnn " + " ".join(sys.argv[1:]) if command else f"training {out}"):
             return _train(config, out, resume, stop_after, progress, poison_step, data, cache, train_examples,
                           log_to)
     except Locked as err:

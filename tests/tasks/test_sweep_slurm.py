@@ -7,8 +7,9 @@ these tests skip, with the reason, where it cannot start), broken on purpose as 
   same SLURM id) and resumes from its checkpoint. The same command again with more timeouts: a user cancels the
   whole array (`scancel`): one line, not retried. Once more: A finishes. Every row equals the serial run's, bit for
   bit, apart from timing fields; `squeue` names each job after its run; `runs list` shows the SLURM id and state.
-- Two drivers started together over the same jobs submit each job once (the second follows the first's); a second
-  driver on the first's output is one line.
+- A driver killed right after it submitted, run again at once as two drivers over the same jobs (one on its output,
+  one on another): both follow the jobs SLURM holds, nothing is submitted twice, the rows are the serial run's; a
+  third driver on a live driver's output is one line.
 - A bad partition, an unknown sbatch option, an unreachable controller: one line, exit status 2.
 - `linrnn experiment long-shift --scale full`: the jobs ask for what their plan says, the driver warns in one line per
   kind of what the flags cannot fit, measures no trivial baseline itself (a job of the array does) and submits.
@@ -21,6 +22,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -29,7 +31,7 @@ import pytest
 
 from linrnn.impls import results
 from linrnn.impls.errors import LinrnnError
-from linrnn.tasks import sweep, sweep_slurm
+from linrnn.tasks import lock, sweep, sweep_slurm
 from linrnn.tasks.grid import grid_config, grid_row
 
 pytestmark = pytest.mark.slow
@@ -105,7 +107,8 @@ class Driver(threading.Thread):
 @pytest.fixture(scope="module")
 def serial(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("serial")
-    return gather(jobs(out), sweep.Executor("serial", retries=0, progress=False), out)
+    return gather(jobs(out, ("slow-a", "slow-b", "quick-a", "quick-b")), sweep.Executor("serial", retries=0,
+                                                                                      progress=False), out)
 
 
 def test_a_sweep_survives_a_killed_job_a_timeout_past_its_limit_and_a_users_scancel(slurm_cluster, serial, tmp_path,
@@ -164,26 +167,48 @@ def test_a_sweep_survives_a_killed_job_a_timeout_past_its_limit_and_a_users_scan
 
     # once more: A resumes from the step it saved when cancelled, and finishes; every row is the serial run's
     rows = gather(jobs(out), slurm(), out)
-    assert rows == serial
+    assert rows == {name: serial[name] for name in ("slow-a", "slow-b")}
     assert f"resuming from the checkpoint at step {stopped}\n" in logs(out, ledger(out)["slow-a"])
     for run in (a, b):
         assert steps_logged(run) == SLOW_STEPS
 
 
-def test_two_drivers_together_submit_each_job_once_and_one_out_has_one_driver(slurm_cluster, serial, tmp_path):
-    out = tmp_path / "sweep"
-    quick = ("quick-a", "quick-b")
+DRIVE = """
+import importlib.util, sys
+from pathlib import Path
+spec = importlib.util.spec_from_file_location("sweep_slurm_test", sys.argv[1])
+test = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(test)
+test.gather(test.jobs(Path(sys.argv[2]), ("quick-a", "quick-b")), test.slurm(), Path(sys.argv[2]), Path(sys.argv[3]))
+"""
+
+
+def test_a_killed_driver_rerun_at_once_and_two_drivers_together_submit_each_job_once(slurm_cluster, serial, tmp_path,
+                                                                                      capfd):
+    """A driver killed (kill -9) right after it submitted; at once two drivers over the same jobs, one on the dead
+    driver's output and one on its own: both follow the jobs SLURM holds (nothing is submitted again), and a third on
+    a live driver's output is one line."""
+    out, quick = tmp_path / "sweep", ("quick-a", "quick-b")
+    first = subprocess.Popen([sys.executable, "-c", DRIVE, __file__, str(out), str(tmp_path / "one.json")],
+                             cwd=Path(__file__).resolve().parents[2])
+    try:
+        ids = wait_for("the submission", lambda: ledger(out) if len(ledger(out)) == 2 else None)
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=60)
+    finally:
+        first.kill()
     one = Driver(jobs(out, quick), slurm(), out, lock=tmp_path / "one.json")
     two = Driver(jobs(out, quick), slurm(), out, lock=tmp_path / "two.json")
-    wait_for("the submission", lambda: len(ledger(out)) == 2)
+    held = lock.output_lock(tmp_path / "one.json")
+    wait_for("the dead driver's output held again", lambda: lock.holder(held) is not None)
     with pytest.raises(LinrnnError, match=r"one.json: another driver is running this sweep \(pid \d+"):
         gather(jobs(out, quick), slurm(), out, lock=tmp_path / "one.json")
     one.join(timeout=300)
     two.join(timeout=300)
     assert one.error is None and two.error is None, (one.error, two.error)
-    assert one.rows == two.rows and set(one.rows) == set(quick)
-    arrays = {p.name.split("_")[0] for p in (out / "slurm").iterdir() if re.fullmatch(r"\d+(_\d+)?", p.name)}
-    assert len(arrays) == 1 and len(ledger(out)) == 2          # one array of two jobs: nothing submitted twice
+    assert one.rows == two.rows == {name: serial[name] for name in quick}
+    assert ledger(out) == ids                                        # nothing submitted twice
+    assert capfd.readouterr().err.count("following SLURM job") >= 2
 
 
 @pytest.mark.parametrize("flags, expected", [
