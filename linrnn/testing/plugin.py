@@ -11,8 +11,8 @@ asks for them.
         return_state)
     linrnn_dtype                 a fixture parametrized by --linrnn-dtypes ("float64", "float32")
     --linrnn-profile P           quick | default | full (PROFILES): quick is float32 only with no long checks (a
-                                 pre-commit hook), default both dtypes and every check, full adds the random check at
-                                 longer lengths; the options below override a profile's value
+                                 pre-commit hook), default every check in every dtype the battery plans, full adds
+                                 the random check at longer lengths; the options below override a profile's value
     --linrnn-dtypes D[,D]        the dtypes checked: parametrize_with_checks' cases of other dtypes are
                                  deselected, and linrnn_dtype takes these (default: float64,float32)
     --linrnn-long L              the long check's length in parametrize_with_checks' cases (default 4096; 0
@@ -70,7 +70,7 @@ def pytest_addoption(parser):
     group = parser.getgroup("linrnn", "linrnn: conformance of linear RNN layers (linrnn.testing)")
     group.addoption("--linrnn-profile", default=None, metavar="P",
                     help=f"linrnn's checks: {' | '.join(PROFILES)} (quick: float32, no long checks; default: every "
-                         f"check in both dtypes; full: also the random check at longer lengths)")
+                         f"check; full: also the random check at longer lengths)")
     group.addoption("--linrnn-dtypes", default=None, metavar="D[,D]",
                     help=f"dtypes of linrnn's checks: {','.join(DTYPES)} (default both)")
     group.addoption("--linrnn-long", default=None, metavar="L",
