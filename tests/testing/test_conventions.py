@@ -102,21 +102,37 @@ def test_a_failing_case_writes_its_replay_and_the_snippet_reruns_it(user_run, mo
         lt.replay(folder / "test_user.py", test_user.make)
 
 
-def test_replay_print_shows_the_case_and_off_writes_nothing(tmp_path):
-    (tmp_path / "test_user.py").write_text(USER_TESTS)
-    done = pytest_in(tmp_path, "-k", "bad-lru-base-float64-random-l5", "--linrnn-replay=print")
-    case = re.search(r"^E\s+replay\((\{.*\}), make_dense_d\)$", done.stdout, flags=re.M)
-    assert case and not (tmp_path / ".linrnn-replay").exists(), done.stdout
-    sys.path.insert(0, str(tmp_path))
-    try:
-        import test_user as user
-        with pytest.raises(AssertionError, match="FAIL random L=5"):
-            lt.replay(json.loads(case.group(1)), user.make_dense_d)
-    finally:
-        sys.path.remove(str(tmp_path))
-        sys.modules.pop("test_user", None)
-    done = pytest_in(tmp_path, "-k", "bad-lru-base-float64-random-l5", "--linrnn-replay=off")
-    assert "(no replay: --linrnn-replay=off)" in done.stdout and not (tmp_path / ".linrnn-replay").exists()
+def planted_dense_d(bundle, config):
+    """The user's file's make_dense_d, here: D as a matrix."""
+    off = np.random.default_rng(1).standard_normal((config["d_model"],) * 2) * (1 - np.eye(config["d_model"]))
+
+    def call(u, state=None):
+        y, x = lt.reference((bundle, config), u, state=state, return_state=True)
+        return y + u @ off.T, x
+    return call
+
+
+def failing_case():
+    from linrnn.testing import api
+    found = api.parametrize_with_checks({"bad": planted_dense_d}, kind="lru", dtypes="float64", lengths=(5,),
+                                        long_length=0, very_long_length=0)
+    return next(p.values[0] for p in found.args[1] if p.id == "bad-lru-base-float64-random-l5")
+
+
+def test_replay_print_shows_the_case_and_off_writes_nothing(tmp_path, monkeypatch):
+    from linrnn.testing import plugin
+    monkeypatch.setitem(plugin.SETTINGS, "invocation", str(tmp_path))
+    monkeypatch.setitem(plugin.SETTINGS, "replay", "print")
+    with pytest.raises(AssertionError) as err:
+        failing_case()()
+    case = re.search(r"^    replay\((\{.*\}), planted_dense_d\)$", str(err.value), flags=re.M)
+    assert case and not list(tmp_path.iterdir()), str(err.value)
+    with pytest.raises(AssertionError, match="FAIL random L=5"):
+        lt.replay(json.loads(case.group(1)), planted_dense_d)          # the printed case alone reruns the check
+    monkeypatch.setitem(plugin.SETTINGS, "replay", "off")
+    with pytest.raises(AssertionError, match=r"\(no replay: --linrnn-replay=off\)$"):
+        failing_case()()
+    assert not list(tmp_path.iterdir())
 
 
 def test_unknown_and_malformed_expected_failures_are_one_line_errors():
@@ -141,23 +157,31 @@ def test_unknown_and_malformed_expected_failures_are_one_line_errors():
                  "every-lru-base-float64-random-l16"}, {"every-lru-base-float64-random-l1024"}),
     ("full", {"every-lru-base-float64-random-l1024", "every-lru-base-float32-very-long"}, set()),
 ])
-def test_the_profiles_choose_the_cases(tmp_path, profile, wanted, absent):
-    (tmp_path / "test_user.py").write_text(USER_TESTS)
-    done = pytest_in(tmp_path, "--collect-only", "-q", "-k", "profiled", f"--linrnn-profile={profile}")
-    ids = set(re.findall(r"test_profiled\[([^\]]+)\]", done.stdout))
-    assert wanted <= ids and not absent & ids, (sorted(ids), done.stderr)
+def test_the_profiles_choose_the_cases(monkeypatch, profile, wanted, absent):
+    """The plugin's settings of each profile (as `pytest_configure` sets them), the cases planned under them and
+    those its collection hook keeps."""
+    from linrnn.testing import plugin
+    for key, value in plugin.PROFILES[profile].items():
+        monkeypatch.setitem(plugin.SETTINGS, key, value)
+    found = lt.parametrize_with_checks({"every": lambda b, c: None}, kind="lru")
+    ids = {p.id for p in found.args[1] if not plugin._left_out(p.values[0])}
+    assert wanted <= ids and not absent & ids, sorted(ids)
     if profile == "quick":
         assert all("float32" in i for i in ids), sorted(ids)
-        overridden = pytest_in(tmp_path, "--collect-only", "-q", "-k", "profiled", "--linrnn-profile=quick",
-                               "--linrnn-dtypes=float64")
-        assert "every-lru-base-float64-impulse" in overridden.stdout       # an option overrides the profile
 
 
-def test_an_unknown_profile_is_a_usage_error(tmp_path):
-    (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
-    done = pytest_in(tmp_path, "--linrnn-profile=fast")
-    assert done.returncode == 4 and "--linrnn-profile: expected one of quick, default, full, found 'fast'" in \
-        done.stderr, done.stderr
+def test_the_profile_option_runs_in_pytest_and_the_options_override_it(tmp_path):
+    (tmp_path / "test_user.py").write_text(USER_TESTS)
+    quick = pytest_in(tmp_path, "--collect-only", "-q", "-k", "profiled", "--linrnn-profile=quick")
+    ids = set(re.findall(r"test_profiled\[([^\]]+)\]", quick.stdout))
+    assert ids and all("-float32-" in i and not i.endswith("long") for i in ids), (sorted(ids), quick.stderr)
+    overridden = pytest_in(tmp_path, "--collect-only", "-q", "-k", "profiled", "--linrnn-profile=quick",
+                           "--linrnn-dtypes=float64", "--linrnn-long=64")
+    assert "every-lru-base-float64-impulse" in overridden.stdout and "every-lru-base-float64-long" in \
+        overridden.stdout and "float32" not in overridden.stdout, overridden.stdout
+    bad = pytest_in(tmp_path, "--linrnn-profile=fast")
+    assert bad.returncode == 4 and "--linrnn-profile: expected one of quick, default, full, found 'fast'" in \
+        bad.stderr, bad.stderr
 
 
 # -- assert_close -------------------------------------------------------------------------------------------
