@@ -37,6 +37,11 @@ class SweepJob:
                                    # `linrnn.tasks.sweep_slurm_settings`); None: the sweep's settings
 
 
+def stop(signum: int) -> None:
+    """`checkpoint_on`'s action that ends the process (exit status 128 + the signal), its checkpoint saved."""
+    raise SystemExit(128 + signum)
+
+
 def checkpoint_on(number: int, action: Callable[[int], None], deadline: int | None = None) -> None:
     """On the signal `number`, the training loop running in this process saves its checkpoint at the end of the step
     it is in and then `action(number)` runs (at once where no loop runs: nothing to save). `deadline`: seconds after

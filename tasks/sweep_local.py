@@ -47,10 +47,6 @@ def _output_to(path: Path):
 STOP_SECONDS = 60          # a worker told to stop (SIGTERM) ends within this, whatever it is doing
 
 
-def _stop(signum: int) -> None:
-    raise SystemExit(128 + signum)
-
-
 def _die_with(driver: int) -> None:
     """End this worker when its driver (pid `driver`) dies, however it dies: SIGTERM from Linux's parent-death signal
     and from a thread that checks the parent every second. On SIGTERM (this, or the driver's Ctrl-C) the job's
@@ -58,9 +54,9 @@ def _die_with(driver: int) -> None:
     import signal
     import threading
 
-    from linrnn.tasks.sweep_job import checkpoint_on
+    from linrnn.tasks.sweep_job import checkpoint_on, stop
 
-    checkpoint_on(signal.SIGTERM, _stop, deadline=STOP_SECONDS)
+    checkpoint_on(signal.SIGTERM, stop, deadline=STOP_SECONDS)
     try:
         import ctypes
 

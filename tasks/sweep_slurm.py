@@ -84,10 +84,6 @@ def _name_job(name: str) -> None:
             pass
 
 
-def _stop(signum: int) -> None:
-    raise SystemExit(128 + signum)
-
-
 def _checkpoint_on_signal() -> None:
     """SLURM's signal before the time limit runs submitit's handler, which requeues the job and exits: first the
     training saves its checkpoint at the end of the step it is in. SLURM's SIGTERM (a `scancel`, a preemption, the
@@ -96,14 +92,14 @@ def _checkpoint_on_signal() -> None:
     driver retries it)."""
     import signal
 
-    from linrnn.tasks.sweep_job import checkpoint_on
+    from linrnn.tasks.sweep_job import checkpoint_on, stop
 
     submitit = import_submitit()
     number = submitit.JobEnvironment._usr_sig()
     original = signal.getsignal(number)
     if callable(original):
         checkpoint_on(number, lambda signum: original(signum, None))
-    checkpoint_on(signal.SIGTERM, _stop)
+    checkpoint_on(signal.SIGTERM, stop)
 
 
 class _Stderr(logging.StreamHandler):
