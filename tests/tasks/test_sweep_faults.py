@@ -7,7 +7,8 @@
   command run again at once trains every step exactly once: the rows equal those of an undisturbed serial run;
 - every damaged file recovers, said in one line, to the bits of an undisturbed run: a half-written last line of
   metrics.jsonl, a damaged line before it, a truncated checkpoint (the one before it, or step 0), a finished run's
-  truncated job.json and results.json, a job.json that is a directory;
+  truncated job.json and results.json, a job.json that is a directory; garbage in the SLURM ledger, the W&B run id
+  or a lock file left behind counts as absent;
 - a sweep run again into the same --out with a changed config (steps, learning rate, a mixer field) reuses nothing;
 - `runs list | head` is quiet; out of memory is one line; `runs list` says which runs a process holds.
 """
@@ -268,6 +269,22 @@ def test_a_job_json_that_is_a_directory_is_set_aside_and_the_job_runs_once(tmp_p
     assert f"{jobs[0].folder / results.JOB_RESULT} is not a file; moved to job.json.damaged-1" in capfd.readouterr().err
     assert (jobs[0].folder / "job.json.damaged-1").is_dir()
     assert results.read(jobs[0].folder / results.JOB_RESULT, results.JobRecord).result == rows[jobs[0].name]
+
+
+def test_damaged_bookkeeping_files_count_as_absent(tmp_path):
+    """The SLURM ledger (nothing is followed: the jobs are submitted), the W&B run id (a new one), a lock file a dead
+    holder left (taken): garbage in each is never an error."""
+    from linrnn.tasks import logsinks, sweep_slurm
+
+    (tmp_path / "slurm").mkdir()
+    (tmp_path / "slurm" / sweep_slurm.SUBMITTED).write_text('{"shift-dlr": "12_')
+    assert sweep_slurm._Driver(sweep.Executor("slurm", progress=False), tmp_path).submitted() == {}
+    (tmp_path / logsinks.WANDB_RUN).write_text("\x00garbage")
+    assert len(logsinks.wandb_run_id(tmp_path, fresh=False)) == 16
+    (tmp_path / lock.RUN_LOCK).write_text("not a description")
+    assert lock.holder(lock.run_lock(tmp_path)) is None
+    with lock.hold(lock.run_lock(tmp_path), "a test"):
+        assert lock.holder(lock.run_lock(tmp_path))["command"] == "a test"
 
 
 # -- a changed config is another job --------------------------------------------------------------------------
