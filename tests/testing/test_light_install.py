@@ -1,8 +1,8 @@
 """`pip install linrnn` with no extras brings NumPy and SciPy only, and a user's check on a NumPy adapter runs there.
 
 The wheel is built (about 2 s) and installed into a fresh virtual environment by pip from the package index, which
-resolves its dependencies: NumPy and SciPy are really installed (about 15 s on the 2-core CPU from a local index;
-the whole file about 25 s). Then, in that environment: a user's NumPy LRU written here (not linrnn's) passes the
+resolves its dependencies: NumPy and SciPy are really installed (the wheel, the environment and the install took
+25 s on the 2-core CPU at a load average of 9, from a local index; the whole file 31 s). Then, in that environment: a user's NumPy LRU written here (not linrnn's) passes the
 conform battery through `linrnn.testing.check_layer`, with `assert_close` and `reference` beside it; neither PyTorch
 nor JAX is installed or imported; a command and an import that need an extra say which, in one line (exit 2 for the
 command).

@@ -7,8 +7,8 @@ dropped between runs), so PyTorch is imported once: the plugin is the installed 
 That subprocess is a fresh virtual environment where linrnn is installed from its wheel with no extras (pip resolves
 the wheel's dependencies against what the environment has); tinyssm's own dependencies (PyTorch, NumPy, pytest,
 Hypothesis and what they require) are links to this environment's installs, not installed again (PyTorch alone
-takes about a minute to install): JAX is not there, and linrnn is the wheel's, not the work tree's. Setting it up
-costs about 3 s.
+takes about a minute to install): JAX is not there, and linrnn is the wheel's, not the work tree's. Building the
+wheel and the environment costs about 10 s of the file's time.
 """
 
 from __future__ import annotations
