@@ -50,30 +50,38 @@ is not callable, an output of the wrong shape, a complex output, NaN or Inf).
 
 from __future__ import annotations
 
+from linrnn.verify import conform_hypotheses as hypotheses  # noqa: F401 (the named hypotheses)
 from linrnn.verify import conform_scan as scan  # noqa: F401 (the scan battery, as `conform.scan`)
 from linrnn.verify import conform_spectrum as spectrum  # noqa: F401
 from linrnn.verify.conform_battery import Battery, Planned, battery, plan, run
-from linrnn.verify.conform_bundles import (BATCH, CLIPPED_RE, COMPLEX_READOUTS, DEFAULT_LENGTHS, DTYPES, HEADS,
-                                           LAG0_DOMINANCE, LONG_LENGTH, RADII, SHORT_LENGTHS, SHORT_NAME, SIZES,
-                                           VARIANTS, VERY_LONG_LENGTH, H, N, at_radius, bundle_for, check_lengths,
-                                           make_config, models, parse_sets, rng_for, run_one, variant_name, variants)
+from linrnn.verify.conform_bundles import (BATCH, CLIPPED_RE, COMPLEX_READOUTS, DEFAULT_LENGTHS, DTYPES, FULL, HEADS,
+                                           LAG0_DOMINANCE, LONG_LENGTH, LONG_RADIUS, LOW, RADII, SHORT_LENGTHS,
+                                           SHORT_NAME, SIZES, STEPS_NAME, VARIANTS, VERY_LONG_LENGTH, H, N, at_radius,
+                                           bundle_for, check_lengths, dtypes_for, make_config, models, parse_sets,
+                                           rng_for, run_one, variant_name, variants)
 from linrnn.verify.conform_cli import register
-from linrnn.verify.conform_diagnoses import explain_state, factor_diagnosis, float32_level
-from linrnn.verify.conform_layer import GRADIENT_PROBES, Layer, as_array, check_output, describe, input_gradient
+from linrnn.verify.conform_diagnoses import FLOAT32_FLOOR, explain_state, factor_diagnosis, float32_level, follows
+from linrnn.verify.conform_layer import (GRADIENT_PROBES, Layer, as_array, check_output, describe, differentiate,
+                                         input_gradient, parameter_gradient, state_gradient, state_like)
 from linrnn.verify.conform_reference import (fit_factor, imaginary_readout, impulses, readout, reference,
                                              reference_gradient, rel_error)
-from linrnn.verify.conform_results import Check, Diagnosis, Result, format_result
-from linrnn.verify.conform_targets import (BUILTINS, OWN, PEERS, TRITON_FIRST, PeerInfo, format_peers,
-                                           installed_version, own_models, peers_table, resolve, unavailable)
+from linrnn.verify.conform_results import (CONFORMS, DEVIATES, EXCLUSIVE, FLOAT32_ONLY, VERDICTS, Check, Diagnosis,
+                                           Result, format_result, judge, merged)
+from linrnn.verify.conform_targets import (BUILTINS, OWN, PEERS, STORED_FINDINGS, TRITON_FIRST, PeerInfo,
+                                           format_peers, installed_version, own_models, peers_table, resolve,
+                                           stored_verdict, unavailable)
 from linrnn.impls.reference import spectral_radius
 
 # every name above, the module's public API (`from linrnn.verify.conform import ...`)
-__all__ = ["as_array", "at_radius", "BATCH", "battery", "Battery", "BUILTINS", "bundle_for", "Check",
-           "check_lengths", "check_output", "CLIPPED_RE", "COMPLEX_READOUTS", "DEFAULT_LENGTHS", "describe",
-           "Diagnosis", "DTYPES", "explain_state", "factor_diagnosis", "fit_factor", "float32_level", "format_peers",
-           "format_result", "GRADIENT_PROBES", "H", "HEADS", "imaginary_readout", "impulses", "input_gradient",
-           "installed_version", "LAG0_DOMINANCE", "Layer", "LONG_LENGTH", "make_config", "models", "N", "OWN",
-           "own_models", "parse_sets", "PeerInfo", "PEERS", "peers_table", "plan", "Planned", "RADII", "readout",
-           "reference", "reference_gradient", "register", "rel_error", "resolve", "Result", "rng_for", "run",
-           "run_one", "scan", "SHORT_LENGTHS", "SHORT_NAME", "SIZES", "spectral_radius", "spectrum", "TRITON_FIRST",
-           "unavailable", "variant_name", "variants", "VARIANTS", "VERY_LONG_LENGTH"]
+__all__ = ["as_array", "at_radius", "BATCH", "Battery", "battery", "BUILTINS", "bundle_for", "Check",
+           "check_lengths", "check_output", "CLIPPED_RE", "COMPLEX_READOUTS", "CONFORMS", "DEFAULT_LENGTHS",
+           "describe", "DEVIATES", "Diagnosis", "differentiate", "DTYPES", "dtypes_for", "EXCLUSIVE",
+           "explain_state", "factor_diagnosis", "fit_factor", "FLOAT32_FLOOR", "float32_level", "FLOAT32_ONLY",
+           "follows", "format_peers", "format_result", "FULL", "GRADIENT_PROBES", "H", "HEADS", "hypotheses",
+           "imaginary_readout", "impulses", "input_gradient", "installed_version", "judge", "LAG0_DOMINANCE",
+           "Layer", "LONG_LENGTH", "LONG_RADIUS", "LOW", "make_config", "merged", "models", "N", "OWN", "own_models",
+           "parameter_gradient", "parse_sets", "PeerInfo", "PEERS", "peers_table", "plan", "Planned", "RADII",
+           "readout", "reference", "reference_gradient", "register", "rel_error", "resolve", "Result", "rng_for",
+           "run", "run_one", "scan", "SHORT_LENGTHS", "SHORT_NAME", "SIZES", "spectral_radius", "spectrum",
+           "state_gradient", "state_like", "STEPS_NAME", "STORED_FINDINGS", "stored_verdict", "TRITON_FIRST",
+           "unavailable", "variant_name", "variants", "VARIANTS", "VERDICTS", "VERY_LONG_LENGTH"]

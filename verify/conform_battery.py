@@ -1,9 +1,10 @@
 """`linrnn conform`'s battery: every check of one target claiming one contract in one dtype (`Battery`), built and run
 one check at a time (`battery`, `Battery.one`), planned without running (`plan`), or run whole over the dtypes (`run`).
 
-A check is a method of one of the battery's parts: the outputs (`conform_outputs.py`), the bidirectional form
-(`conform_bidirectional.py`), what a call carries besides u (`conform_state.py`) and the gradients
-(`conform_gradients.py`); the scan contract has its own battery (`conform_scan.py`). A failed check is explained by
+A check is a method of one of the battery's parts: the outputs (`conform_outputs.py`), the decays' edges
+(`conform_radii.py`), the bidirectional form (`conform_bidirectional.py`), what a call carries besides u
+(`conform_state.py`), the gradients (`conform_gradients.py`) and the optional `step` (`conform_step.py`); the scan
+contract has its own battery (`conform_scan.py`). A failed check is explained by
 probes (`conform_diagnoses.py`, `conform_spectrum.py`), never by the target's name. Each check draws its random
 inputs from the seed and its own name (`rng_for`), so a check run alone sees what it sees in the whole battery.
 """
@@ -26,15 +27,17 @@ from linrnn.verify import conform_bundles as bundles
 from linrnn.verify import conform_scan as scan
 from linrnn.verify import conform_spectrum as spectrum
 from linrnn.verify.conform_bidirectional import BidirectionalChecks
-from linrnn.verify.conform_bundles import (DEFAULT_LENGTHS, DTYPES, LONG_LENGTH, SHORT_NAME, VERY_LONG_LENGTH,
-                                           bundle_for, check_lengths, make_config, models, parse_sets, rng_for,
-                                           run_one, variant_name, variants)
+from linrnn.verify.conform_bundles import (DEFAULT_LENGTHS, DTYPES, LONG_LENGTH, LOW, LOW_LONG_LENGTH, SHORT_NAME,
+                                           STEPS_NAME, VERY_LONG_LENGTH, bundle_for, check_lengths, dtypes_for,
+                                           make_config, models, parse_sets, rng_for, run_one, variant_name, variants)
 from linrnn.verify.conform_diagnoses import float32_level
 from linrnn.verify.conform_gradients import GradientChecks
 from linrnn.verify.conform_layer import Layer
 from linrnn.verify.conform_outputs import OutputChecks
+from linrnn.verify.conform_radii import RadiusChecks
 from linrnn.verify.conform_results import Check, Diagnosis, Result
 from linrnn.verify.conform_state import StateChecks
+from linrnn.verify.conform_step import StepChecks
 from linrnn.verify.conform_targets import resolve
 
 
@@ -53,8 +56,8 @@ def battery(target: str | Callable, kind: str, dtype: str, lengths=DEFAULT_LENGT
     very_long_length = bundles.VERY_LONG_LENGTH if very_long_length is None else very_long_length
     if kind not in models():
         raise LinrnnError(f"--model: expected one of {', '.join(models())}, found {kind!r}")
-    if dtype not in DTYPES:
-        raise LinrnnError(f"--dtype: expected {' or '.join(DTYPES)}, found {dtype!r}")
+    if dtype not in dtypes_for(kind):
+        raise LinrnnError(f"--dtype: expected one of {', '.join(dtypes_for(kind))} for --model {kind}, found {dtype!r}")
     lengths = check_lengths(lengths)
     for option, value in (("--long", long_length), ("--very-long", very_long_length)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -73,15 +76,16 @@ def battery(target: str | Callable, kind: str, dtype: str, lengths=DEFAULT_LENGT
     return Battery(name, build, kind, dtype, lengths, seed, pins, long_length, very_long_length)
 
 
-def plan(kind: str, dtypes: tuple[str, ...] = DTYPES, lengths=DEFAULT_LENGTHS, seed: int = 0, sets=(),
+def plan(kind: str, dtypes: tuple[str, ...] | None = None, lengths=DEFAULT_LENGTHS, seed: int = 0, sets=(),
          long_length: int = LONG_LENGTH, very_long_length: int | None = None) -> list[Planned]:
-    """The checks `run` makes for a target of `kind`, in its order, without building a target or running one."""
-    return [Planned(name, dtype, dict(fields)) for dtype in dtypes
+    """The checks `run` makes for a target of `kind`, in its order, without building a target or running one
+    (dtypes None: `dtypes_for(kind)`)."""
+    return [Planned(name, dtype, dict(fields)) for dtype in (dtypes_for(kind) if dtypes is None else dtypes)
             for name, fields, _ in battery(None, kind, dtype, lengths, seed, sets, long_length,
                                            very_long_length).schedule()]
 
 
-class Battery(OutputChecks, BidirectionalChecks, StateChecks, GradientChecks):
+class Battery(OutputChecks, RadiusChecks, BidirectionalChecks, StateChecks, StepChecks, GradientChecks):
     """Every check of one target at one model kind and dtype; `pins` are the config fields `--set` fixes."""
 
     def __init__(self, name: str, build: Callable, kind: str, dtype: str, lengths: tuple[int, ...], seed: int,
@@ -119,18 +123,25 @@ class Battery(OutputChecks, BidirectionalChecks, StateChecks, GradientChecks):
 
     def schedule(self) -> list[tuple[str, dict[str, Any], Callable[[], Check]]]:
         """The battery in order: (the check's name, the config fields its variant sets ({}: the base
-        configuration), the check itself). Building it runs nothing."""
+        configuration), the check itself). Building it runs nothing. A low dtype runs the output checks only."""
         L = max(self.lengths)
         out = [("impulse", {}, functools.partial(self.impulse, L))]
         out += [(f"random L={n}", {}, functools.partial(self.random, n)) for n in self.lengths]
         out += [(f"radius {label}", {}, functools.partial(self.radii, label, L)) for label in ("near 1", "small")]
-        if self.long_length:
-            name = f"long L={self.long_length}"
-            out.append((name, {}, functools.partial(self.radii, "near 1", self.long_length, name)))
+        if self.kind in spectrum.DISCRETISED and self.dtype not in LOW:
+            out.append((STEPS_NAME, {}, self.small_steps))
+        if self.long_length:               # a low dtype's too: a recurrence that rounds in it drifts over a long input
+            long = min(self.long_length, LOW_LONG_LENGTH) if self.dtype in LOW else self.long_length
+            name = f"long L={long}"
+            out.append((name, {}, functools.partial(self.radii, "near 1", long, name)))
+        if self.dtype in LOW:
+            return out
         out += [("bidirectional", {}, functools.partial(self.bidirectional, L)),
-                ("state", {}, functools.partial(self.state, L)), ("gradient", {}, functools.partial(self.gradient, L))]
+                ("state", {}, functools.partial(self.state, L)), ("gradient", {}, functools.partial(self.gradient, L)),
+                ("state gradient", {}, functools.partial(self.state_gradient, L)),
+                ("parameter gradient", {}, functools.partial(self.parameter_gradient, L))]
         out += [("state hand-over", {}, functools.partial(self.handover, L)),
-                (SHORT_NAME, {}, self.short)]
+                ("step", {}, functools.partial(self.step_mode, L)), (SHORT_NAME, {}, self.short)]
         if self.very_long_length:
             out.append((f"very long L={self.very_long_length}", {}, self.very_long))
         out += [("packing", {}, functools.partial(self.packing, L)), ("padding", {}, functools.partial(self.padding, L))]
@@ -148,15 +159,16 @@ class Battery(OutputChecks, BidirectionalChecks, StateChecks, GradientChecks):
 
     # -- the discretisation ---------------------------------------------------------------------
 
-    def respond(self, cfg: MixerConfig, params: Mapping[str, np.ndarray], u: np.ndarray) -> np.ndarray:
+    def respond(self, cfg: MixerConfig, params: Mapping[str, np.ndarray], u: np.ndarray,
+                what: str = "discretisation probe") -> np.ndarray:
         """The target built on another bundle of `cfg`, on u: the probes' question."""
-        return Layer(self.name, self.build, cfg, params, self.dtype)(u, "discretisation probe")[0]
+        return Layer(self.name, self.build, cfg, params, self.dtype)(u, what)[0]
 
     def discretisation(self, cfg: MixerConfig) -> list[Diagnosis]:
         """What the discretisation probes find for `cfg` (forward-only), once per config; [] for kinds without a
         discretisation, and for a config the target does not build."""
         cfg = dataclasses.replace(cfg, bidirectional=False) if hasattr(cfg, "bidirectional") else cfg
-        if cfg.kind not in spectrum.DISCRETISED:
+        if cfg.kind not in spectrum.DISCRETISED or self.dtype in LOW:     # a low dtype's rounding blurs the fits
             return []
         if cfg not in self.probed:
             params = bundle_for(cfg, self.seed)
@@ -182,7 +194,7 @@ class Battery(OutputChecks, BidirectionalChecks, StateChecks, GradientChecks):
         return [found] if found else []
 
 
-def run(target: str | Callable, kind: str, dtypes: tuple[str, ...] = DTYPES, lengths=DEFAULT_LENGTHS, seed: int = 0,
+def run(target: str | Callable, kind: str, dtypes: tuple[str, ...] | None = None, lengths=DEFAULT_LENGTHS, seed: int = 0,
         progress: Callable[[str], None] | None = None, sets=(), long_length: int = LONG_LENGTH,
         very_long_length: int | None = None) -> Result:
     """Every check of `target` claiming the contract of `kind` (a mixer kind, or "scan").
@@ -191,7 +203,9 @@ def run(target: str | Callable, kind: str, dtypes: tuple[str, ...] = DTYPES, len
     sets: `FIELD=VALUE` strings (`--set`) or a {field: value} dict, pinning fields of every config checked
     long_length: the long check's length (0 leaves it out)
     very_long_length: the very long check's length, past 2^16 (0 leaves it out; None: VERY_LONG_LENGTH)
+    dtypes: None: `dtypes_for(kind)` (a layer: float64, float32, bfloat16, float16; the scan: float64, float32)
     """
+    dtypes = dtypes_for(kind) if dtypes is None else tuple(dtypes)
     bad = [d for d in dtypes if d not in DTYPES]
     if bad or not dtypes:
         raise LinrnnError(f"--dtype: expected {' or '.join(DTYPES)}, found {', '.join(bad) or 'none'}")

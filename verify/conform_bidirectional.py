@@ -11,6 +11,7 @@ import numpy as np
 from linrnn.impls.bundle import mixer_shapes
 from linrnn.impls.config import MixerConfig
 from linrnn.impls.reference import spectral_radius
+from linrnn.verify import conform_hypotheses as hypotheses
 from linrnn.verify.conform_bundles import BATCH, H, bundle_for, make_config
 from linrnn.verify.conform_diagnoses import factor_diagnosis
 from linrnn.verify.conform_layer import Layer, describe
@@ -44,8 +45,14 @@ class BidirectionalChecks:
         tol = self.tol(L, radius)
         c = self.check(name, rel_error(reference(cfg, params, u), y), tol, f"{describe(cfg)}, L = {L}, r = {radius:.6g}")
         if c.status == "fail":
-            level = self.level(cfg, c.rel, L, radius)
-            c.diagnoses = level or (self.explain_backward(layer, cfg, params, L, tol) if L > 1 else [])
+            named = hypotheses.matching(cfg, params, u, y, self.fit_tol(L, radius), c.rel, reference, rel_error)
+            if named:                   # what published layers compute instead: the bundle that computes it fits
+                hypothesis, fit = named[0]
+                c.diagnoses = [Diagnosis(hypothesis.key, hypotheses.words(hypothesis, fit, tol, c.rel))] + \
+                    self.level(cfg, fit, L, radius)
+            else:
+                level = self.level(cfg, c.rel, L, radius)
+                c.diagnoses = level or (self.explain_backward(layer, cfg, params, L, tol) if L > 1 else [])
         return c
 
     def explain_backward(self, layer: Layer, cfg: MixerConfig, params: dict, L: int, tol: float) -> list[Diagnosis]:

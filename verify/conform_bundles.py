@@ -24,20 +24,33 @@ def models() -> tuple[str, ...]:
     return specs.recurrent_kinds() + ("scan",)
 
 
-DTYPES = ("float64", "float32")
+def dtypes_for(kind: str) -> tuple[str, ...]:
+    """The dtypes a target of `kind` is checked in by default: a layer's every dtype of `DTYPES`, the low ones
+    included (where the target refuses one, its checks are "n/a"); the scan contract's float64 and float32 (the low
+    dtypes' policy is a layer's: projections in the low dtype, the recurrence in float32)."""
+    return FULL if kind == "scan" else DTYPES
+
+
+DTYPES = ("float64", "float32", "bfloat16", "float16")   # every dtype of a layer's battery (`dtypes_for`)
+FULL = ("float64", "float32")  # the dtypes of the whole battery; a low dtype runs the output checks (`LOW_CHECKS`)
+LOW = ("bfloat16", "float16")  # the mixed-precision policy's dtypes (docs/precision.md, "Low precision")
 DEFAULT_LENGTHS = (1, 7, 16)
 LONG_LENGTH = 4096             # the long check: radius near 1, where float32 routes drift
+LOW_LONG_LENGTH = 512          # a low dtype's long check, at most: a recurrence rounding in bf16 drifts by then
 VERY_LONG_LENGTH = 2**16 + 1   # the very long check: past 2^16, where chunked kernels have skipped their tail chunk
 SHORT_LENGTHS = tuple(range(1, 9))   # the short-lengths check: every length a chunked route may mishandle (L <= 8)
 H, N, HEADS = 3, 4, 2          # the battery's layer: H != N, so that a transposed matrix cannot pass
 BATCH = H                      # rows of every input (the impulses need H): one shape per length, so that a
                                # compiling target (JAX) compiles once per length
 
-# The radius checks: label -> (the radius, a discretised model's steps Delta, log-uniform in the range). Every
-# eigenvalue's modulus is set to the radius, phases kept, by the model's own `ModelSpec.with_radius` (near 1: a memory
-# of 10^4 steps, where float32 routes drift; small: a fast decay); small steps near 1, where the zero-order hold's
-# (exp(Delta Lambda) - 1) cancels.
-RADII = {"near 1": (0.9999, (1e-4, 2e-4)), "small": (0.1, (4.0, 6.0))}
+# The radius checks: label -> (the radii, a discretised model's steps Delta, log-uniform in the range). Every
+# eigenvalue's modulus is set to each radius, phases kept, by the model's own `ModelSpec.with_radius`. Near 1 the radii
+# are swept toward 1 (memories of 10^3 to 10^5 steps, where float32 routes drift and a difference 1 - r^2 cancels:
+# the sweep shows its signature, `conform_hypotheses.radius_cancellation`); small: a fast decay. Small steps near 1,
+# where the zero-order hold's (exp(Delta Lambda) - 1) cancels.
+RADII = {"near 1": ((0.999, 0.9995, 0.9999, 0.99995, 0.99999), (1e-4, 2e-4)), "small": ((0.1,), (4.0, 6.0))}
+LONG_RADIUS = 0.9999           # the long and very long checks' radius (a memory of 10^4 steps)
+STEPS_NAME = "steps 1e-1 to 1e-6"   # the small-steps check of a discretised kind (`conform_spectrum.DELTAS`)
 # Kinds whose output is the real part of a complex read-out: kind -> (its output matrix, the (real, imaginary)
 # key pairs of that matrix, the factor before Re: 2 where the conjugate half of the modes is dropped), from each
 # model's spec (`ModelSpec.readout`). Im(C x) = Re((C_im - i C_re) x) probes "the imaginary part".

@@ -14,11 +14,13 @@ from linrnn.verify.conform_targets import BUILTINS, PEERS, format_peers, peers_t
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("conform", help="check an implementation written elsewhere against the reference "
-                                              "and name every deviation (exit 1 if it deviates)")
+                                              "and name every deviation (exit 1 if a check fails)")
     p.add_argument("target", nargs="?", help=f"module:function (on PYTHONPATH or in the working directory), or one "
                                              f"of {', '.join(BUILTINS)}")
     p.add_argument("--model", choices=models(), help="the contract the target claims to implement")
-    p.add_argument("--dtype", default=None, choices=DTYPES, help="check this dtype only (default: both)")
+    p.add_argument("--dtype", default=None, choices=DTYPES, help="check this dtype only (default: a layer's "
+                                                                  "float64, float32, bfloat16, float16; the scan's "
+                                                                  "float64, float32)")
     p.add_argument("--lengths", type=int, nargs="+", default=list(DEFAULT_LENGTHS),
                    help=f"input lengths of the random inputs (default {' '.join(map(str, DEFAULT_LENGTHS))}); "
                         f"the longest is also the impulse, radius, bidirectional, state, gradient and variant length")
@@ -32,7 +34,7 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the bundles and inputs (default 0)")
     p.add_argument("--json", default=None, help="write every check to this JSON file")
     p.add_argument("--peers", action="store_true", help="list the built-in targets (package, installed version or "
-                                                        "why missing, lineage) and exit")
+                                                        "why missing, lineage, each stored verdict) and exit")
     p.set_defaults(func=_main)
 
 
@@ -42,7 +44,7 @@ def _main(args: argparse.Namespace) -> int:
         return 0
     if not args.target or not args.model:
         raise LinrnnError("expected TARGET and --model KIND (or --peers to list the built-in targets)")
-    dtypes = (args.dtype,) if args.dtype else DTYPES
+    dtypes = (args.dtype,) if args.dtype else None
     progress = (lambda what: print(f"checking {what}", file=sys.stderr)) if sys.stderr.isatty() else None
     result = run(args.target, args.model, dtypes, args.lengths, args.seed, progress, args.sets, args.long,
                  args.very_long)

@@ -24,7 +24,8 @@ from linrnn.impls.jax.layer import MODES, apply
 from linrnn.impls.jax.params import float64, from_bundle, precision
 from linrnn.impls.jax.scan import associative
 
-__all__ = ["input_gradient", "linrnn_jax", "linrnn_jax_scan", "missing_reason", "recurrentgemma"]
+__all__ = ["input_gradient", "linrnn_jax", "linrnn_jax_scan", "missing_reason", "parameter_gradient", "recurrentgemma",
+           "state_gradient", "state_like"]
 
 INSTALL = ("install recurrentgemma without its dependencies (it pins an older NumPy): pip install --no-deps "
            "recurrentgemma, then its imports' packages (docs/conform.md)")
@@ -34,14 +35,25 @@ def linrnn_jax(bundle: dict, config: dict, dtype: str = "float64"):
     """The project's own JAX layer, holding the bundle's numbers in `dtype`."""
     cfg = config_from_dict(config)
     with precision(dtype):
-        params = from_bundle(Bundle(cfg, bundle), dtype)
+        params_ = from_bundle(Bundle(cfg, bundle), dtype)
 
     mode = "conv" if config.get("max_kernel_length") else MODES[0]     # a truncated DLR kernel: only its own view
 
-    def call(u, state=None, lengths=None, segments=None):
+    def call(u, state=None, lengths=None, segments=None, params=None):
+        """params: {bundle key: array} computed with in place of the layer's own (the parameter gradients)."""
         with precision(dtype):
-            return apply(params, cfg, u, mode, state, lengths, segments)
+            own = params_ if params is None else {k: jnp.asarray(v).astype(params_[k].dtype)
+                                                   for k, v in params.items()}
+            return apply(own, cfg, u, mode, state, lengths, segments)
 
+    def step(u_t, state=None):
+        """One position: u_t (B H) -> (y_t (B H), the state after it), by the layer's `step` mode."""
+        with precision(dtype):
+            y, state = apply(params_, cfg, np.asarray(u_t)[:, None, :], "step", state)
+        return y[:, 0], state
+
+    if not config.get("max_kernel_length") and not config.get("bidirectional"):     # the layers that stream
+        call.step = step
     return call
 
 
@@ -53,6 +65,40 @@ def input_gradient(call, u: np.ndarray, w: np.ndarray) -> tuple[np.ndarray | Non
         y, pullback = jax.vjp(lambda x: jnp.asarray(call(x)), jnp.asarray(u, dtype=jnp.float64))
         (grad,) = pullback(jnp.asarray(w, dtype=y.dtype))
     return np.asarray(grad, dtype=np.float64), "jax.vjp"
+
+
+def state_gradient(call, u: np.ndarray, state, w: np.ndarray, v: np.ndarray) -> tuple[dict | None, str]:
+    """{"input", "state"}: the gradients of <w, y> + <v, state out> ((y, state out) = call(x, s), from the state
+    `state` passed in) by `jax.grad`, as NumPy (a complex state's: d/dRe + i d/dIm, the conjugate of JAX's own
+    convention); or (None, why not)."""
+    if not isinstance(state, jax.Array):
+        return None, f"jax: the state is a {type(state).__name__}, not a JAX array"
+
+    def loss(x, s):
+        y, out = call(x, s)
+        total = jnp.sum(jnp.asarray(y) * w)
+        if out is not None:
+            total = total + jnp.sum(jnp.real(out) * np.real(v)) + jnp.sum(jnp.imag(out) * np.imag(v))
+        return total
+
+    with float64():
+        gx, gs = jax.grad(loss, argnums=(0, 1))(jnp.asarray(u, dtype=jnp.float64), state)
+    return {"input": np.asarray(gx, dtype=np.float64), "state": np.conj(np.asarray(gs))}, "jax.grad"
+
+
+def state_like(state, array: np.ndarray):
+    """`array` as a state of `state`'s dtype (a state the target returned, moved by a probe)."""
+    with float64():
+        return jnp.asarray(np.asarray(array), dtype=state.dtype)
+
+
+def parameter_gradient(call, u: np.ndarray, params: dict, w: np.ndarray) -> tuple[dict | None, str]:
+    """{key: d<w, y>/d key} for y = call(x, {key: float64 array}) by `jax.grad`, as NumPy; or (None, why not)."""
+    with float64():
+        x = jnp.asarray(u, dtype=jnp.float64)
+        leaves = {k: jnp.asarray(np.asarray(v), dtype=jnp.float64) for k, v in params.items()}
+        grads = jax.grad(lambda p: jnp.sum(jnp.asarray(call(x, p)) * w))(leaves)
+    return {k: np.asarray(g, dtype=np.float64) for k, g in grads.items()}, "jax.grad"
 
 
 def missing_reason(name: str) -> str | None:

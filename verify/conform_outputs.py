@@ -1,6 +1,9 @@
 """`linrnn conform`'s output checks: the impulse responses (lag 0 and lags >= 1 each on its own scale), random inputs
-at each length, the radius checks, the contract's variants, every length 1-8 and the very long check, each failure
-explained by the probes of the impulse responses (`Battery`'s part, `linrnn.verify.conform_battery`).
+at each length (the whole output and its recurrent part, the bundle with D = 0, each on its own scale), the contract's
+variants, every length 1-8 and the very long check, each failure explained by the probes of the impulse responses
+(`Battery`'s part, `linrnn.verify.conform_battery`; the radius and small-steps checks are in `conform_radii.py`).
+
+A probe whose precondition fails names no cause of its own: "follows the output's deviation" (`follows`).
 """
 
 from __future__ import annotations
@@ -9,16 +12,20 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from linrnn.impls import specs
 from linrnn.impls.config import MixerConfig
 from linrnn.impls.reference import spectral_radius
-from linrnn.verify.conform_bundles import (BATCH, COMPLEX_READOUTS, H, LAG0_DOMINANCE, RADII, SHORT_LENGTHS, SHORT_NAME,
-                                           at_radius, bundle_for, make_config, variant_name)
-from linrnn.verify.conform_diagnoses import factor_diagnosis
+from linrnn.impls.tolerance import tolerance
+from linrnn.verify import conform_hypotheses as hypotheses
+from linrnn.verify.conform_bundles import (BATCH, COMPLEX_READOUTS, H, LAG0_DOMINANCE, LONG_RADIUS, LOW,
+                                           SHORT_LENGTHS, SHORT_NAME, bundle_for, make_config, variant_name)
+from linrnn.verify.conform_diagnoses import factor_diagnosis, follows
 from linrnn.verify.conform_layer import Layer, describe
 from linrnn.verify.conform_reference import (fit_factor, imaginary_readout, impulses, readout, reference,
                                              rel_error)
 from linrnn.verify.conform_results import Check, Diagnosis
+
+
+JUMP = 100.0      # a lost chunk: the error at its first position is this many times the largest before it
 
 
 class OutputChecks:
@@ -34,6 +41,18 @@ class OutputChecks:
                       layer: Layer, L: int, detail: str, u_random: np.ndarray | None = None) -> Check:
         """The impulse responses at lag 0 (the skip and the first step) and at lags >= 1 (the recurrence), each
         on its own scale, so that a large skip D u cannot hide the recurrence; and a random input, if given."""
+        parts, (u, ref, y) = self.impulse_parts(name, cfg, params, layer, L, u_random)
+        tol = self.tol(L, radius)
+        c = self.check(name, max(parts.values()), tol,
+                       f"{detail}; errors: " + ", ".join(f"{k} {v:.2e}" for k, v in parts.items()))
+        if c.status == "fail":
+            c.diagnoses = self.explain_impulse(cfg, params, radius, u, ref, y, tol, layer.output_dtype)
+        return c
+
+    def impulse_parts(self, name: str, cfg: MixerConfig, params: Mapping[str, np.ndarray], layer: Layer, L: int,
+                      u_random: np.ndarray | None = None) -> tuple[dict[str, float], tuple]:
+        """{part: error} of the impulse responses (lag 0, lags >= 1) and the random input, with (u, ref, y) of the
+        impulses.     u, ref, y (H_in L H_out)"""
         u = impulses(L)
         y, _ = layer(u, name)
         ref = reference(cfg, params, u)
@@ -42,12 +61,7 @@ class OutputChecks:
             parts["lags >= 1"] = rel_error(ref[:, 1:], y[:, 1:])
         if u_random is not None:
             parts["random input"] = rel_error(reference(cfg, params, u_random), layer(u_random, name)[0])
-        tol = self.tol(L, radius)
-        c = self.check(name, max(parts.values()), tol,
-                       f"{detail}; errors: " + ", ".join(f"{k} {v:.2e}" for k, v in parts.items()))
-        if c.status == "fail":
-            c.diagnoses = self.explain_impulse(cfg, params, radius, u, ref, y, tol, layer.output_dtype)
-        return c
+        return parts, (u, ref, y)
 
     def explain_impulse(self, cfg: MixerConfig, params: Mapping[str, np.ndarray], radius: float, u: np.ndarray,
                         ref: np.ndarray, y: np.ndarray, tol: float, output_dtype) -> list[Diagnosis]:
@@ -73,7 +87,14 @@ class OutputChecks:
                                                  f"{rest:.2e}"))
         if rest <= tol:
             return found
+        if self.dtype in LOW:                        # the fits below are blurred by the low dtype's rounding
+            return found + self.explain_low(cfg, params, radius, u, ref, rest, tol)
         fit_tol = self.fit_tol(L, radius)
+        named = hypotheses.matching(cfg, params, u, y, fit_tol, rel_error(ref, y), reference, rel_error)
+        if named:                       # what published layers compute instead: the bundle that computes it fits
+            hypothesis, fit = named[0]
+            return found + [Diagnosis(hypothesis.key, hypotheses.words(hypothesis, fit, tol, rest))] + \
+                self.level(cfg, fit, L, radius, output_dtype=output_dtype)
         residual = rest                                                 # what no finding explains
         factor = factor_diagnosis(ref[:, 1:], y[:, 1:], tol, fit_tol, "its recurrent part", readout(cfg.kind))
         if factor:
@@ -94,52 +115,41 @@ class OutputChecks:
             return found + probes
         return found + probes + self.level(cfg, residual, L, radius, output_dtype=output_dtype)
 
+    def explain_low(self, cfg: MixerConfig, params: Mapping[str, np.ndarray], radius: float, u: np.ndarray,
+                    ref: np.ndarray, rest: float, tol: float) -> list[Diagnosis]:
+        """A low dtype's recurrent part (lags >= 1) beyond the policy's bound, where the target's float32 run of the
+        same bundle conforms: the recurrence itself rounds in the low dtype (the policy keeps it in float32)."""
+        try:
+            y32 = Layer(self.name, self.build, cfg, params, "float32")(u, "the same impulses in float32")[0]
+        except NotImplementedError:
+            return []
+        L = u.shape[1]
+        e32, tol32 = rel_error(ref[:, 1:], y32[:, 1:]), tolerance("forward", "float32", L, radius).rtol
+        if e32 > tol32:
+            return []                                # the float32 run's own deviation, named by its checks
+        return [Diagnosis("low_precision_recurrence", f"the recurrence computes in {self.dtype}: its impulse "
+                                                      f"responses at lags >= 1 err by {rest:.2e}, beyond the "
+                                                      f"mixed-precision bound {tol:.2e} (the recurrence in float32, "
+                                                      f"docs/precision.md), where its float32 run errs by {e32:.2e}")]
+
     # -- random inputs, radii -------------------------------------------------------------------
 
     def random(self, L: int) -> Check:
-        u = self.rng(f"random L={L}").standard_normal((BATCH, L, H))
-        y, _ = self.layer(u, f"random L={L}")
-        ref = reference(self.cfg, self.params, u)
-        c = self.check(f"random L={L}", rel_error(ref, y), self.tol(L), f"B = {BATCH}, r = {self.radius:.6g}")
+        """Random inputs at length L: the whole output, and its recurrent part on its own scale (the bundle with
+        D = 0, whose output is y - D u: a large D u cannot hide the recurrence's error)."""
+        name = f"random L={L}"
+        u = self.rng(name).standard_normal((BATCH, L, H))
+        y, _ = self.layer(u, name)
+        parts = {"whole output": rel_error(reference(self.cfg, self.params, u), y)}
+        if "D" in self.params:
+            no_skip = {**self.params, "D": np.zeros_like(self.params["D"])}
+            parts["recurrent part (D = 0)"] = rel_error(reference(self.cfg, no_skip, u),
+                                                        self.respond(self.cfg, no_skip, u, f"{name}, D = 0"))
+        c = self.check(name, max(parts.values()), self.tol(L), f"B = {BATCH}, r = {self.radius:.6g}; errors: "
+                                                               + ", ".join(f"{k} {v:.2e}" for k, v in parts.items()))
         if c.status == "fail":
             c.diagnoses = self.level(self.cfg, c.rel, L, self.radius, output_dtype=self.layer.output_dtype)
         return c
-
-    def radius_bundle(self, label: str) -> tuple[dict | None, str]:
-        """The base bundle of the radius check `label` (`RADII`) and its words; or None and why there is none.
-
-        A model with a discretisation first takes the label's steps (its spec's `discretisation.step_key`: small
-        near 1, where a discretisation's cancellation shows); then the model's `with_radius` sets every decay's
-        modulus to the radius. Where that cannot place this config's decays (a bilinear S5), the steps alone set
-        them (about the radius: Re Lambda = -1/2 at initialisation)."""
-        r, steps = RADII[label]
-        params, words = dict(self.params), []
-        discretisation = specs.spec(self.kind).discretisation
-        if discretisation is not None:
-            key = discretisation.step_key
-            params[key] = self.rng(f"radius {label} steps").uniform(*np.log(steps), np.shape(params[key]))
-            words.append(f"steps Delta log-uniform in [{steps[0]:g}, {steps[1]:g}]")
-        placed, why = at_radius(self.cfg, params, r)
-        if placed is not None:
-            return placed, ", ".join(words + [f"every |lambda| = {r:g} (with_radius)"])
-        if words:
-            return params, ", ".join(words + [f"the decays as these steps leave them ({why})"])
-        return None, why
-
-    def radii(self, label: str, L: int, name: str | None = None) -> Check:
-        """The radius check's bundle (`radius_bundle`): impulse responses and a random input (the long check: near 1
-        at its own length)."""
-        name = name or f"radius {label}"
-        params, words = self.radius_bundle(label)
-        if params is None:
-            return Check(name, self.dtype, "n/a", detail=words)
-        radius = spectral_radius(self.cfg, params)
-        try:
-            layer = Layer(self.name, self.build, self.cfg, params, self.dtype)
-        except NotImplementedError as err:
-            return Check(name, self.dtype, "n/a", detail=f"not supported by the target: {err}")
-        return self.impulse_check(name, self.cfg, params, radius, layer, L, f"{words}: r = {radius:.6g}, L = {L}",
-                                  self.rng(name).standard_normal((BATCH, L, H)))
 
     def variant(self, fields: Mapping[str, Any], L: int) -> Check:
         """One variant of the contract (`VARIANTS`): its impulse responses and a random input."""
@@ -169,10 +179,13 @@ class OutputChecks:
         c = self.check(SHORT_NAME, *found[worst], f"B = {BATCH}, r = {self.radius:.6g}; the worst against its "
                                                   f"tolerance at L = {worst}; failing lengths: "
                                                   f"{' '.join(map(str, bad)) or 'none'}")
+        longest = f"random L={max(self.lengths)}"
         if c.status == "fail":
             level = self.level(self.cfg, c.rel, worst, self.radius, output_dtype=self.layer.output_dtype)
             if level:
                 c.diagnoses = level
+            elif max(self.lengths) > SHORT_LENGTHS[-1] and self.one(longest).status == "fail":
+                c.diagnoses = [follows(SHORT_NAME, longest, "wrong at short lengths only")]
             elif len(bad) < len(found):
                 good = [n for n in found if n not in bad]
                 c.diagnoses = [Diagnosis("short_lengths", f"the output is wrong at L = {', '.join(map(str, bad))} and "
@@ -185,7 +198,7 @@ class OutputChecks:
         chunk, its tail included; a failure names the first position that departs."""
         L = self.very_long_length
         name = f"very long L={L}"
-        cfg, near_one = self.cfg, self.radius_bundle("near 1")[0]
+        cfg, near_one = self.cfg, self.radius_bundle("near 1", LONG_RADIUS)[0]
         params = self.params if near_one is None else near_one
         radius = spectral_radius(cfg, params)
         try:
@@ -197,11 +210,25 @@ class OutputChecks:
         tol = self.tol(L, radius)
         c = self.check(name, rel_error(ref, y), tol, f"one row, r = {radius:.6g}")
         if c.status == "fail":
-            level = self.level(cfg, c.rel, L, radius, output_dtype=layer.output_dtype)
-            per_t = np.max(np.abs(y - ref), axis=(0, 2)) / float(np.max(np.abs(ref)))
-            t = int(np.argmax(per_t > tol))
-            c.diagnoses = level or ([Diagnosis("long_tail", f"the output departs from the reference from position "
-                                                            f"t = {t} of L = {L} on, conforming before it (error "
-                                                            f"{c.rel:.2e}, tolerance {tol:.2e}): a chunk past it is "
-                                                            f"lost or wrong")] if t > 0 else [])
+            c.diagnoses = self.explain_very_long(cfg, ref, y, c.rel, tol, radius, layer.output_dtype)
         return c
+
+    def explain_very_long(self, cfg: MixerConfig, ref: np.ndarray, y: np.ndarray, rel: float, tol: float,
+                          radius: float, output_dtype) -> list[Diagnosis]:
+        """A lost or wrong chunk where the error is localised (within the tolerance before a position t, and at t
+        `JUMP` times or more the largest error before it), the rounding before t named by its level; else the
+        level of the whole, else "follows the output's deviation" where the output fails at the battery's lengths."""
+        L = y.shape[1]
+        per_t = np.max(np.abs(y - ref), axis=(0, 2)) / float(np.max(np.abs(ref)))      # (L,)
+        t = int(np.argmax(per_t > tol))
+        before = float(np.max(per_t[:t])) if t > 0 else np.inf
+        if t > 0 and per_t[t] >= JUMP * before:
+            tail = Diagnosis("long_tail", f"the output departs from the reference from position t = {t} of L = {L} "
+                                          f"on, conforming before it (error {per_t[t]:.2e} at t, {before:.2e} at most "
+                                          f"before it; tolerance {tol:.2e}): a chunk past it is lost or wrong")
+            return [tail] + self.level(cfg, rel_error(ref[:, :t], y[:, :t]), L, radius, output_dtype=output_dtype)
+        level = self.level(cfg, rel, L, radius, output_dtype=output_dtype)
+        longest = f"random L={max(self.lengths)}"
+        if level or self.one(longest).status != "fail":
+            return level
+        return [follows(f"very long L={L}", longest, "a lost or wrong chunk")]

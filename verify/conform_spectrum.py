@@ -37,7 +37,7 @@ from linrnn.impls.tolerance import compare, tolerance
 DISCRETISED = specs.SpecView(lambda s: s.discretisation, only=lambda s: s.discretisation is not None)
 PROBE_STEP = 0.5                 # |Delta Lambda| of the eigenvalue probe: bilinear and ZOH differ by ~|z|^3/12 = 1e-2
 PROBE_LENGTH = 32                # lags of the probe's impulse responses (the Prony fit needs a few more than 2)
-DELTAS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)   # the steps of the expm1 probe, largest first
+DELTAS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6)   # the small-steps check's and the expm1 probe's, largest first
 SLOPE = (-1.5, -0.5)             # log-log slope of the error against Delta that reads as 1 / Delta
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.reference import spectral_radius
 from linrnn.verify.conform_bundles import BATCH, H, bundle_for, make_config
-from linrnn.verify.conform_diagnoses import explain_state
+from linrnn.verify.conform_diagnoses import explain_state, follows
 from linrnn.verify.conform_layer import Layer, describe
 from linrnn.verify.conform_reference import reference, rel_error
 from linrnn.verify.conform_results import Check, Diagnosis
@@ -102,7 +102,8 @@ class StateChecks:
 
     def packing(self, L: int) -> Check:
         """Packed sequences (segment ids, where the callable takes `segments=`): each computed as if alone, the state
-        reset where one begins."""
+        reset where one begins. Row 0 has one boundary at L/2, row 1 none, row 2 several, its ids alternating so that
+        an id returns after another (a new sequence: the contract resets wherever the id changes)."""
         name = "packing"
         if not self.layer.takes_segments:
             return Check(name, self.dtype, "n/a", detail="the callable takes no segments= (packed sequences)")
@@ -113,26 +114,42 @@ class StateChecks:
         starts = rng.random((BATCH, L - 1)) < 0.3
         starts[0, L // 2 - 1] = True                          # row 0 has a boundary, row 1 none
         starts[1] = False
-        segments = np.concatenate([np.zeros((BATCH, 1), np.int64), np.cumsum(starts, axis=1)], axis=1)
+        starts[2, [max(L // 4 - 1, 0), L // 2 - 1]] = True    # row 2: at least three sequences where L >= 4
+        segments = np.concatenate([np.zeros((BATCH, 1), np.int64), np.cumsum(starts, axis=1) % 2], axis=1)
         try:
             ref = reference(self.cfg, self.params, u, segments=segments)
         except LinrnnError as err:              # a registered model whose reference has no packed sequences
             return Check(name, self.dtype, "n/a", detail=f"the {self.kind} reference takes no packed sequences: {err}")
         y, _ = self.layer(u, name, segments=segments)
         tol = self.tol(L)
-        c = self.check(name, rel_error(ref, y), tol, f"L = {L}, B = {BATCH}, segments of lengths "
-                                                     f"{[np.bincount(r).tolist() for r in segments]}")
+        c = self.check(name, rel_error(ref, y), tol, f"L = {L}, B = {BATCH}, segments (id x length) "
+                                                     f"{[segment_runs(r) for r in segments]}")
         if c.status == "fail":
-            level = self.level(self.cfg, c.rel, L, self.radius)
-            whole = reference(self.cfg, self.params, u)
-            if level:
-                c.diagnoses = level
-            elif rel_error(whole, y) <= self.fit_tol(L, self.radius):
-                c.diagnoses = [Diagnosis("packing_no_reset", f"the state does not reset where a packed sequence "
-                                                             f"begins: the output is each row's run as one sequence "
-                                                             f"(error against the sequences alone {c.rel:.2e}, "
-                                                             f"tolerance {tol:.2e})")]
+            c.diagnoses = self.explain_packing(u, segments, y, c.rel, tol)
         return c
+
+    def explain_packing(self, u, segments, y, rel: float, tol: float) -> list[Diagnosis]:
+        """The level; the unpacked output's own deviation; each row run as one sequence (no reset); the positions of
+        each id run as one sequence (grouped by id, an id that returns joined to its earlier run)."""
+        L, fit_tol = u.shape[1], self.fit_tol(u.shape[1], self.radius)
+        level = self.level(self.cfg, rel, L, self.radius)
+        if level:
+            return level
+        whole = reference(self.cfg, self.params, u)
+        unpacked = rel_error(whole, self.layer(u, "packing: the rows unpacked")[0])
+        if unpacked > tol:
+            return [follows("packing", f"the same rows unpacked (error {unpacked:.2e})", "the state's reset")]
+        if rel_error(whole, y) <= fit_tol:
+            return [Diagnosis("packing_no_reset", f"the state does not reset where a packed sequence begins: the "
+                                                  f"output is each row's run as one sequence (error against the "
+                                                  f"sequences alone {rel:.2e}, tolerance {tol:.2e})")]
+        if rel_error(grouped_by_id(self.cfg, self.params, u, segments), y) <= fit_tol:
+            return [Diagnosis("packing_grouped_by_id", f"packed sequences are grouped by segment id: an id that "
+                                                       f"returns after another is joined to its earlier run, where "
+                                                       f"the contract starts a new sequence wherever the id changes "
+                                                       f"(error against the sequences alone {rel:.2e}, tolerance "
+                                                       f"{tol:.2e})")]
+        return []
 
     def padding(self, L: int) -> Check:
         """Padded rows (valid lengths, where the callable takes `lengths=`), in the bidirectional form where the kind
@@ -166,8 +183,12 @@ class StateChecks:
             level = self.level(cfg, c.rel, L, radius)
             scale = float(np.max(np.abs(ref)))
             valid = float(np.max(np.abs(np.where(mask[..., None], y - ref, 0.0)))) / scale
+            unpadded = rel_error(reference(cfg, params, u), layer(u, "padding: the rows unpadded")[0])
             if level:
                 c.diagnoses = level
+            elif unpadded > tol:
+                c.diagnoses = [follows("padding", f"the same rows unpadded (error {unpadded:.2e})", "the padding's "
+                                                                                                "leak or its zeros")]
             elif valid <= self.fit_tol(L, radius):
                 c.diagnoses = [Diagnosis("padding_not_zero", f"the output at the padded positions is not 0 (error "
                                                              f"{c.rel:.2e}, tolerance {tol:.2e}); the valid positions "
@@ -176,3 +197,20 @@ class StateChecks:
                 c.diagnoses = [Diagnosis("padding_leaks", f"the padding reaches the valid positions: they err by "
                                                           f"{valid:.2e} against each row alone (tolerance {tol:.2e})")]
         return c
+
+
+def segment_runs(row: np.ndarray) -> list[tuple[int, int]]:
+    """One row's segments as (id, length), in order.     (L,) -> [(id, length), ...]"""
+    edges = np.flatnonzero(np.diff(row)) + 1
+    return [(int(part[0]), len(part)) for part in np.split(row, edges)]
+
+
+def grouped_by_id(cfg, params, u: np.ndarray, segments: np.ndarray) -> np.ndarray:
+    """What a layer that groups packed positions by id computes: the positions of each id of a row run as one
+    sequence, in order, wherever they are.     u (B L H), segments (B L) -> (B L H)"""
+    out = np.zeros_like(u)
+    for b, row in enumerate(segments):
+        for i in np.unique(row):
+            where = np.flatnonzero(row == i)
+            out[b, where] = reference(cfg, params, u[b:b + 1, where])[0]
+    return out

@@ -18,7 +18,13 @@ from typing import Any, Callable
 
 from linrnn.impls import specs
 from linrnn.impls.errors import LinrnnError
+from linrnn.impls.results import STORED_DIR, ConformRecord, ResultsError, read
 from linrnn.verify.conform_layer import _why
+from linrnn.verify.conform_results import judge
+
+# The peers' stored findings (`linrnn conform NAME --model KIND --json STORED_FINDINGS/NAME--KIND.json`), which
+# `--peers` and the report show wherever a peer does not run
+STORED_FINDINGS = STORED_DIR / "conform"
 
 # Built-in targets: name -> (module, function). The modules live on the framework sides and are imported
 # only when named, so this module imports neither framework (docs/architecture.md, "The layers").
@@ -171,12 +177,26 @@ def peers_table() -> list[dict[str, Any]]:
         if info:
             version = installed_version(info.distribution)
             rows.append({"target": name, "group": "peer", "models": list(info.models), "what": info.what,
-                         "package": info.distribution, "version": version, "missing": why, "lineage": info.lineage})
+                         "package": info.distribution, "version": version, "missing": why, "lineage": info.lineage,
+                         "stored": [v for v in (stored_verdict(name, m) for m in info.models) if v]})
         else:
             rows.append({"target": name, "group": "own", "models": list(own_models(name)), "what": "this project's",
                          "package": "linrnn", "version": installed_version("linrnn"), "missing": why,
                          "lineage": "this project's code"})
     return rows
+
+
+def stored_verdict(target: str, model: str) -> dict | None:
+    """The verdict of `target` as `model` in its stored finding (`STORED_FINDINGS`), judged from its checks, with the
+    date and the package's version it was measured with; None where there is none or it does not read."""
+    try:
+        record = read(STORED_FINDINGS / f"{target}--{model}.json", ConformRecord)
+    except (ResultsError, OSError):
+        return None
+    envelope, package = record.envelope, PEERS[target].distribution if target in PEERS else "linrnn"
+    return {"model": model, "verdict": judge(record.result.get("checks") or [])[0],
+            "date": str(getattr(envelope, "date", "") or "")[:10],
+            "version": ((getattr(envelope, "libraries", None) or {}).get(package) or "not recorded")}
 
 
 def format_peers(rows: list[dict[str, Any]]) -> str:
@@ -185,4 +205,7 @@ def format_peers(rows: list[dict[str, Any]]) -> str:
         state = f"{r['package']} {r['version']}" if not r["missing"] else f"not runnable here: {r['missing']}"
         lines.append(f"{r['target']:<24} --model {'|'.join(r['models'])}: {r['what']}; {state}")
         lines.append(f"{'':<24} lineage: {r['lineage']}")
+        for v in r.get("stored") or []:
+            lines.append(f"{'':<24} stored verdict as {v['model']}: {v['verdict']} ({r['package']} {v['version']}, "
+                         f"measured {v['date']})")
     return "\n".join(lines)

@@ -46,7 +46,8 @@ SEED = 0          # the peers' own initialisation of what the contract does not 
 CLASSES = {"lru-pytorch": "LRU", "s5-pytorch": "S5"}
 PEER_KINDS = {"lru-pytorch": ("lru",), "s5-pytorch": ("s5", "lru")}
 
-__all__ = ["input_gradient", "linrnn_torch", "lru_pytorch", "missing_reason", "s5_pytorch"]
+__all__ = ["input_gradient", "linrnn_torch", "lru_pytorch", "missing_reason", "parameter_gradient", "s5_pytorch",
+           "state_array", "state_gradient", "state_like"]
 
 
 def _tensor(u) -> torch.Tensor:
@@ -58,7 +59,10 @@ def _run(forward, u):
     x = _tensor(u)
     with torch.set_grad_enabled(x.requires_grad):
         y, state = forward(x)
-    return (y, state) if x.requires_grad else (y.detach().cpu().numpy(), state)
+    if x.requires_grad:
+        return y, state
+    y = y.detach().cpu()
+    return (y.float() if y.dtype == torch.bfloat16 else y).numpy(), state      # NumPy has no bfloat16
 
 
 def linrnn_torch(bundle: dict, config: dict, dtype: str = "float64"):
@@ -66,9 +70,27 @@ def linrnn_torch(bundle: dict, config: dict, dtype: str = "float64"):
     layer = from_bundle(Bundle(config_from_dict(config), bundle), torch_dtype(dtype))
     mode = "conv" if config.get("max_kernel_length") else MODES[0]     # a truncated DLR kernel: only its own view
 
-    def call(u, state=None, lengths=None, segments=None):
-        return _run(lambda x: layer(x.to(layer.dtype), mode=mode, state=state, lengths=lengths, segments=segments), u)
+    io = layer.io_dtype or layer.dtype                                 # a low dtype's input and output (bf16, fp16)
 
+    def call(u, state=None, lengths=None, segments=None, params=None):
+        """params: {bundle key: tensor} computed with in place of the layer's own (the parameter gradients)."""
+        def forward(x):
+            kwargs = {"mode": mode, "state": state, "lengths": lengths, "segments": segments}
+            if params is None:
+                return layer(x.to(io), **kwargs)
+            own = {k: v.to(layer.dtype) for k, v in params.items()}
+            return torch.func.functional_call(layer, own, (x.to(io),), kwargs)
+        return _run(forward, u)
+
+    def step(u_t, state=None):
+        """One position: u_t (B H) NumPy -> (y_t (B H) NumPy, the state after it), by the layer's own `step`."""
+        with torch.no_grad():
+            y_t, state = layer.step(torch.from_numpy(np.array(u_t, dtype=np.float64)).to(io), state)
+        y_t = y_t.cpu()
+        return (y_t.float() if y_t.dtype == torch.bfloat16 else y_t).numpy(), state
+
+    if not config.get("max_kernel_length") and not config.get("bidirectional"):     # the layers that stream
+        call.step = step
     return call
 
 
@@ -103,6 +125,8 @@ def _parameter(array, dtype: torch.dtype) -> nn.Parameter:
 def lru_pytorch(bundle: dict, config: dict, dtype: str = "float64"):
     """LRU-pytorch's `LRU` holding an LRU bundle (see the module docstring for what is loaded and how)."""
     _check("lru-pytorch", config)
+    if dtype not in ("float64", "float32"):
+        raise NotImplementedError(f"LRU-pytorch holds B and C as complex parameters: torch has no complex {dtype}")
     if config["bidirectional"]:
         raise NotImplementedError("LRU-pytorch has no backward scan")
     H, N = config["d_model"], config["d_state"]
@@ -139,6 +163,8 @@ def s5_pytorch(bundle: dict, config: dict, dtype: str = "float64"):
     """s5-pytorch's `S5` holding an S5 bundle, or an LRU bundle with step Delta = 1 (see the module docstring)."""
     H, N, bidirectional = config["d_model"], config["d_state"], config["bidirectional"]
     _check("s5-pytorch", config)
+    if dtype not in ("float64", "float32"):
+        raise NotImplementedError(f"s5-pytorch holds Lambda and C as complex parameters: torch has no complex {dtype}")
     if config["kind"] == "lru":
         log_lambda = -np.exp(bundle["nu_log"]) + 1j * np.exp(bundle["theta_log"])         # (N,)
         B = np.exp(bundle["gamma_log"])[:, None] * (bundle["B_re"] + 1j * bundle["B_im"])  # (N H)
@@ -189,3 +215,54 @@ def input_gradient(call, u: np.ndarray, w: np.ndarray) -> tuple[np.ndarray | Non
     if x.grad is None:
         return None, "torch: the input received no gradient"
     return x.grad.double().numpy(), "torch autograd"
+
+
+def _inner(s: torch.Tensor, v: np.ndarray) -> torch.Tensor:
+    """sum(Re(s) Re(v) + Im(s) Im(v)): the real inner product of a state with a cotangent of its shape."""
+    v = torch.as_tensor(np.asarray(v), device=s.device)
+    if s.is_complex():
+        return (s.real * v.real.to(s.real.dtype)).sum() + (s.imag * v.imag.to(s.real.dtype)).sum()
+    return (s * v.real.to(s.dtype)).sum()
+
+
+def state_gradient(call, u: np.ndarray, state, w: np.ndarray, v: np.ndarray) -> tuple[dict | None, str]:
+    """{"input", "state"}: the gradients of <w, y> + <v, state out> ((y, state out) = call(x, s), from the state
+    `state` passed in) by torch autograd, as NumPy (a complex state's: d/dRe + i d/dIm); or (None, why not)."""
+    if not isinstance(state, torch.Tensor):
+        return None, f"torch: the state is a {type(state).__name__}, not a tensor"
+    x = torch.tensor(u, dtype=torch.float64, requires_grad=True)
+    s = state.detach().clone().requires_grad_(True)
+    y, out = call(x, s)
+    if not isinstance(y, torch.Tensor) or not y.requires_grad:
+        return None, f"torch: its output on a tensor that requires grad is a {type(y).__name__} without a gradient"
+    loss = (y * torch.as_tensor(w, dtype=y.dtype, device=y.device)).sum()
+    if isinstance(out, torch.Tensor):
+        loss = loss + _inner(out, v)
+    gx, gs = torch.autograd.grad(loss, (x, s), allow_unused=True)
+    zero = lambda t: torch.zeros_like(t)                                         # noqa: E731 (no gradient reached it)
+    return {"input": (zero(x) if gx is None else gx).detach().double().numpy(),
+            "state": (zero(s) if gs is None else gs).detach().cpu().numpy()}, "torch autograd"
+
+
+def state_array(state: torch.Tensor) -> np.ndarray:
+    """A state tensor (its graph dropped) as NumPy."""
+    return state.detach().cpu().numpy()
+
+
+def state_like(state: torch.Tensor, array: np.ndarray) -> torch.Tensor:
+    """`array` as a state of `state`'s dtype and device (a state the target returned, moved by a probe)."""
+    return torch.as_tensor(np.asarray(array)).to(dtype=state.dtype, device=state.device)
+
+
+def parameter_gradient(call, u: np.ndarray, params: dict, w: np.ndarray) -> tuple[dict | None, str]:
+    """{key: d<w, y>/d key} for y = call(x, {key: float64 tensor}) by torch autograd, as NumPy (None where no gradient
+    reached a key); or (None, why not)."""
+    x = torch.tensor(u, dtype=torch.float64, requires_grad=True)     # a call on it keeps its graph
+    leaves = {k: torch.tensor(np.asarray(v), dtype=torch.float64, requires_grad=True) for k, v in params.items()}
+    y = call(x, leaves)
+    if not isinstance(y, torch.Tensor) or not y.requires_grad:
+        return None, f"torch: its output on parameter tensors that require grad is a {type(y).__name__} without a " \
+                     f"gradient"
+    loss = (y * torch.as_tensor(w, dtype=y.dtype, device=y.device)).sum()
+    grads = torch.autograd.grad(loss, list(leaves.values()), allow_unused=True)
+    return {k: None if g is None else g.detach().double().numpy() for k, g in zip(leaves, grads)}, "torch autograd"

@@ -22,13 +22,15 @@ from linrnn.verify import conform
 Report = conform.Result       # `str(report)` is `linrnn conform`'s text; `report.ok`; `report.diagnoses()`
 
 
-def _dtypes(dtypes) -> tuple[str, ...]:
+def _dtypes(dtypes, kind: str) -> tuple[str, ...]:
+    """The dtypes asked for, checked; None: the battery's own for `kind` (a layer's four, the scan's two)."""
     if dtypes is None:
-        return conform.DTYPES
+        return conform.dtypes_for(kind) if kind in conform.models() else conform.FULL
     dtypes = (dtypes,) if isinstance(dtypes, str) else tuple(dtypes)
     bad = [d for d in dtypes if d not in conform.DTYPES]
     if bad or not dtypes:
-        raise LinrnnError(f"dtypes: expected {' and/or '.join(conform.DTYPES)}, found {', '.join(map(str, bad)) or 'none'}")
+        raise LinrnnError(f"dtypes: expected some of {', '.join(conform.DTYPES)}, found "
+                          f"{', '.join(map(str, bad)) or 'none'}")
     return dtypes
 
 
@@ -42,7 +44,7 @@ def check_layer(target, kind: str, *, dtypes=None, lengths=conform.DEFAULT_LENGT
             discretization="zoh" for a target that implements only the zero-order hold
     Returns the report (`conform.Result`): `report.ok`, `report.checks`, `report.diagnoses()`, `str(report)`.
     """
-    return conform.run(target, kind, _dtypes(dtypes), lengths, seed, None, config, long_length, very_long_length)
+    return conform.run(target, kind, _dtypes(dtypes, kind), lengths, seed, None, config, long_length, very_long_length)
 
 
 # -- one pytest case per check ------------------------------------------------------------------
@@ -125,12 +127,13 @@ class Case:
     def run(self) -> conform.Check:
         """The check's result (status 'pass', 'fail' or 'n/a'), run once per battery."""
         name, long, very_long = self.check, self.long(), self.very_long()
+        battery = _battery(self.factory, self.kind, self.dtype, self.lengths, self.seed, self.config, long, very_long)
         for slug, length, label in ((LONG, long, "long"), (VERY_LONG, very_long, "very long")):
             if name == slug:
                 if not length:
                     return conform.Check(name, self.dtype, "n/a", detail=f"the {label} check is left out (length 0)")
-                name = f"{label} L={length}"
-        battery = _battery(self.factory, self.kind, self.dtype, self.lengths, self.seed, self.config, long, very_long)
+                # the battery's name of it (a low dtype's long check runs at most conform.LOW_LONG_LENGTH)
+                name = next(n for n, _, _ in battery.schedule() if n.startswith(f"{label} L="))
         try:
             return battery.one(name)
         except NotImplementedError as err:
@@ -188,7 +191,7 @@ def cases(targets, kind: str, *, dtypes=None, lengths=conform.DEFAULT_LENGTHS, s
         if not isinstance(name, str) or not name or not callable(factory):
             raise LinrnnError(f"targets: expected a non-empty name and a callable factory, found {name!r}: "
                               f"{type(factory).__name__}")
-        planned = conform.plan(kind, _dtypes(dtypes), lengths, seed, config,
+        planned = conform.plan(kind, _dtypes(dtypes, kind), lengths, seed, config,
                                conform.LONG_LENGTH if long_length is None else long_length,
                                conform.VERY_LONG_LENGTH if very_long_length is None else very_long_length)
         for p in planned:

@@ -10,8 +10,12 @@ that reproduces it.
     data = {"runs": [{"target", "model", "group": "peer" | "own", "absent": reason or None,
                       "result": conform.Result.to_dict() or None, "stored": None or {"file", "date", "command",
                       "package", "version", "machine", "code_version"}}, ...],
-            "peers": conform.peers_table(), "findings": [{"target", "model", "command", "verdict", "failing",
-            "deviations", "stored"}, ...], "lengths": [...], "seed": S, "quick_omitted": [[target, why], ...]}
+            "peers": conform.peers_table(), "findings": [{"target", "model", "command", "verdict", "verdict_why",
+            "failing", "deviations", "stored"}, ...], "lengths": [...], "seed": S,
+            "quick_omitted": [[target, why], ...]}
+
+The verdicts are `conforms`, `conforms (float32 only)` (right, but not in float64) and `deviates` (the maths differs),
+judged from the checks (`linrnn.verify.conform.judge`), a stored finding's too.
 
 mamba-ssm's reference runs wherever it is installed (`tools/install-peers.sh` installs it without its CUDA build); its
 fused kernel needs a CUDA device (`linrnn gpucheck` checks it on a GPU machine), so elsewhere that target shows its
@@ -41,7 +45,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from linrnn.verify.conform import DEFAULT_LENGTHS, DTYPES, PEERS, peers_table, run, unavailable
+from linrnn.verify.conform import DEFAULT_LENGTHS, PEERS, dtypes_for, judge, peers_table, run, unavailable
 from linrnn.impls.config import RECURRENT_KINDS
 from linrnn.impls.results import STORED_DIR, ConformRecord, ResultsError, read
 
@@ -134,9 +138,16 @@ def findings(run_: dict) -> dict:
                 "failing": [], "deviations": [run_["absent"]], "stored": None}
     failing = sorted({c["name"] for c in res["checks"] if c["status"] == "fail"})
     skipped = sorted({f"{c['name']} ({c['dtype']})" for c in res["checks"] if c["status"] == "n/a"})
-    return {"target": run_["target"], "model": run_["model"], "command": command,
-            "verdict": "conforms" if res["conforms"] else "deviates", "failing": failing,
-            "deviations": [d["words"] for d in res["diagnoses"]], "not_applicable": len(skipped), "stored": stored}
+    verdict_, why = judged(res)
+    return {"target": run_["target"], "model": run_["model"], "command": command, "verdict": verdict_,
+            "verdict_why": why, "failing": failing, "deviations": [d["words"] for d in res["diagnoses"]],
+            "not_applicable": len(skipped), "stored": stored}
+
+
+def judged(result: dict) -> tuple[str, str]:
+    """(verdict, the checks behind it) of a run's result: `conforms`, `conforms (float32 only)` or `deviates`, judged
+    from its checks (`linrnn.verify.conform.judge`), so a stored record written before the categories reads alike."""
+    return judge(result.get("checks") or [])
 
 
 def compute(quick: bool, progress) -> tuple[dict, dict]:
@@ -157,7 +168,7 @@ def compute(quick: bool, progress) -> tuple[dict, dict]:
             row["missing"] = None
     data = {"runs": runs, "peers": table, "findings": [findings(r) for r in runs if r["group"] == "peer"],
             "lengths": list(DEFAULT_LENGTHS), "seed": SEED, "quick_omitted": omitted}
-    return data, {"lengths": list(DEFAULT_LENGTHS), "seed": SEED, "dtypes": list(DTYPES)}
+    return data, {"lengths": list(DEFAULT_LENGTHS), "seed": SEED, "dtypes": list(dtypes_for("lru"))}
 
 
 def one_run(target: str, kind: str, group: str) -> dict:
@@ -168,7 +179,7 @@ def one_run(target: str, kind: str, group: str) -> dict:
         result, absent = run_fresh(target, kind)
     else:
         absent = unavailable(target)
-        result = None if absent else run(target, kind, DTYPES, DEFAULT_LENGTHS, SEED,
+        result = None if absent else run(target, kind, None, DEFAULT_LENGTHS, SEED,
                                          very_long_length=VERY_LONG).to_dict()
     if absent and group == "peer":
         result, stored, why = stored_finding(target, kind)
@@ -184,14 +195,15 @@ def stored_words(stored: dict) -> str:
 
 
 def verdict(run: dict) -> dict:
-    """One run's verdict: {"verdict": "conforms" | "deviates" | "not run here", "failed", "checks", "diagnoses",
-    "stored": None, or the stored finding's words (`stored_words`) where the verdict is a stored one}."""
+    """One run's verdict: {"verdict": "conforms" | "conforms (float32 only)" | "deviates" | "not run here", "failed",
+    "checks", "diagnoses", "stored": None, or the stored finding's words (`stored_words`) where the verdict is a
+    stored one}."""
     result, stored = run.get("result"), run.get("stored")
     if (run.get("absent") and not stored) or not isinstance(result, dict):
         return {"verdict": "not run here", "failed": 0, "checks": 0, "diagnoses": [str(run.get("absent") or "")],
                 "stored": None}
     checks = result.get("checks") or []
-    return {"verdict": "conforms" if result.get("conforms") else "deviates",
+    return {"verdict": judged(result)[0],
             "failed": sum(c.get("status") == "fail" for c in checks), "checks": len(checks),
             "diagnoses": [str(d.get("words", "")) for d in result.get("diagnoses") or []],
             "stored": stored_words(stored) if stored else None}
@@ -200,7 +212,7 @@ def verdict(run: dict) -> dict:
 def summary(data: dict) -> str:
     runs = [(r, verdict(r)) for r in data["runs"]]
     peers = "; ".join(f"{r['target']} as {r['model']} {v['verdict']}"
-                      + (f" ({v['failed']} of {v['checks']} checks fail)" if v["verdict"] == "deviates" else "")
+                      + (f" ({v['failed']} of {v['checks']} checks fail)" if v["verdict"] != "conforms" else "")
                       + (f" ({v['stored']})" if v["stored"] else "")
                       for r, v in runs if r["group"] == "peer")
     own = [v["verdict"] for r, v in runs if r["group"] != "peer"]
