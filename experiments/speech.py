@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from linrnn.experiments.evidence import MARGIN_ACCURACY, Part, needs, side, tested
+from linrnn.experiments.evidence import MARGIN_ACCURACY, Part, baseline_of, needs, side, tested, trivial_for
 from linrnn.experiments.rules import arm_runs, matches_parts
 from linrnn.experiments.reduced_training import SPEECH, DataSet
 from linrnn.experiments.runner import Control, Experiment, Job
@@ -199,10 +199,12 @@ def _clip_level(stored: dict) -> Part | None:
     share = {m: np.mean(np.asarray(v, dtype=float), axis=0) for m, v in arms.items()}     # (clips,)
     diff = share["dlr"] - share["s4d"]
     test = stats.one_sample(list(diff), -MARGIN_ACCURACY, "greater")
+    runs = _stage_runs(CONFIRMATORY)(stored, "sc10", "dlr")
     return Part("", "reproduced" if test.significant else "inconclusive",
                 f"sc10, per clip (the confirmatory runs' {len(diff)} test clips, DLR's {len(arms['dlr'])} and S4D's "
                 f"{len(arms['s4d'])} seeds averaged): " + test.words("mean share right, DLR - S4D"),
-                part="comparable to or better than S4D on SC10, clip by clip", **tested(test))
+                part="comparable to or better than S4D on SC10, clip by clip",
+                baseline=baseline_of(trivial_for(stored, runs[0])), **tested(test))
 
 
 def settle_d6(stored: dict) -> list[Part]:
