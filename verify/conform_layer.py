@@ -5,8 +5,8 @@ gradient through the framework the target uses (`input_gradient`).
 The protocol's optional parts, each found on the built callable: `state=` (states between calls), `lengths=` and
 `segments=` (padded rows, packed sequences), `params=` (the bundle in the target's framework, for the parameter
 gradients) and a `step` attribute (one position at a time). A low dtype (bfloat16, float16) is asked of a build
-function with a `dtype` parameter only; one without it, or one that raises while building for a low dtype, refuses
-that dtype: its checks are "n/a", not failures.
+function with a `dtype` parameter only; one without it, or one that raises while building or calling for a low dtype
+(NumPy has no bfloat16: `np.asarray(u, "bfloat16")` raises), refuses that dtype: its checks are "n/a", not failures.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ class Layer:
 
     def __init__(self, name: str, build: Callable, cfg: MixerConfig, params: Mapping[str, np.ndarray], dtype: str):
         self.name = name
+        self.dtype = dtype
         if dtype in LOW and not _accepts(build, "dtype"):
             raise NotImplementedError(f"the target refuses {dtype}: its build function takes no dtype= parameter")
         kwargs = {"dtype": dtype} if _accepts(build, "dtype") else {}
@@ -88,6 +89,8 @@ class Layer:
         except (NotImplementedError, LinrnnError):
             raise
         except Exception as err:
+            if self.dtype in LOW:      # built for a low dtype, but its call cannot take it: it refuses the dtype
+                raise NotImplementedError(f"the target refuses {self.dtype}: {what}: {_why(err)}") from None
             raise LinrnnError(f"target {self.name}: {what}: calling it on u of shape {u.shape} raised "
                               f"{_why(err)}") from None
         arr = as_array(self.name, what, y)

@@ -272,6 +272,23 @@ def test_a_scan_accumulated_in_bfloat16_fails_its_low_dtype_check():
                                          "function takes no dtype= parameter")
 
 
+def test_a_numpy_adapter_whose_call_cannot_take_bfloat16_refuses_it():
+    """A user's NumPy adapter with a dtype parameter that looks its dtype up only when called (plain NumPy has no
+    bfloat16): the call raises for bfloat16, which is the target refusing that dtype (n/a), not a failure."""
+    def build(bundle, config, dtype="float64"):
+        faithful = P.lru()(bundle, config, "float64")
+
+        def call(u, state=None):
+            return faithful(np.asarray(u, dtype={"float64": np.float64, "float32": np.float32}[dtype]), state)
+        return call
+
+    result = run(build, "lru", ("float64", "bfloat16"))
+    assert result.verdict == "conforms", conform.format_result(result)
+    refused = [c for c in result.checks if c.dtype == "bfloat16"]
+    assert [(c.name, c.status) for c in refused] == [("build", "n/a")]
+    assert "the target refuses bfloat16: impulse: KeyError: 'bfloat16'" in refused[0].detail
+
+
 # -- docs/conform.md ---------------------------------------------------------------------------------------------
 
 def finding_keys() -> set[str]:
