@@ -55,10 +55,12 @@ STORED = "peer_speed_cpu.json"  # in reports/results/
 COMMAND = "linrnn bench peers --out reports/results/peer_speed_cpu.json"
 
 
-def group(name: str, routes: tuple[str, ...], B: int, L: int, H: int, N: int, varying: bool = False) -> dict:
+def group(name: str, routes: tuple[str, ...], B: int, L: int, H: int, N: int, varying: bool = False,
+          real: bool = False) -> dict:
     """One group; `varying`: its scans' a drawn anew at every position and row, beside the project's scan with a
-    transition per position (`bench_peers.yardstick`)."""
-    return {"name": name, "routes": list(routes), "sizes": {"B": B, "L": L, "H": H, "N": N}, "varying": varying}
+    transition per position (`bench_peers.yardstick`); `real`: every route on real decays, 2n real lanes."""
+    return {"name": name, "routes": list(routes), "sizes": {"B": B, "L": L, "H": H, "N": N}, "varying": varying,
+            "real": real}
 
 
 LAYERS = ("linrnn lru scan", "linrnn s5 scan", "s5-pytorch", "lrnnx lru", "lrnnx s5")
@@ -67,6 +69,7 @@ LOOPS = ("linrnn lru scan", "lru-pytorch", "linrnn chunked scan", "fla-hgrn-naiv
 JAX_SCANS = ("linrnn lax.scan", "linrnn associative scan", "recurrentgemma")
 # a transition per position (the gated recurrences: RG-LRU, Mamba's S6, HGRN): the same peers on a varying a
 VARYING_TORCH = ("linrnn varying scan", "torch-associative-scan", "mambapy", "accelerated-scan-ref")
+VARYING_REAL = ("linrnn varying scan, real", "torch-associative-scan", "mambapy", "accelerated-scan-ref")
 VARYING_LOOPS = ("linrnn varying scan, real", "fla-hgrn-naive", "mamba-ssm-ref")
 VARYING_JAX = ("linrnn varying lax.scan", "linrnn varying scan (JAX)", "recurrentgemma")
 
@@ -75,18 +78,21 @@ GROUPS = (group("layers", LAYERS, 8, 4096, 128, 128),
           group("loops over the positions in Python", LOOPS, 2, 256, 128, 128),
           group("scans, JAX", JAX_SCANS, 8, 4096, 128, 128),
           group("varying scans, PyTorch", VARYING_TORCH, 8, 4096, 128, 128, varying=True),
+          group("varying scans, PyTorch, real decays", VARYING_REAL, 8, 4096, 128, 128, varying=True, real=True),
           group("varying scans, loops over the positions in Python", VARYING_LOOPS, 2, 256, 128, 128, varying=True),
           group("varying scans, JAX", VARYING_JAX, 8, 4096, 128, 128, varying=True))
 LIVE = {True: (group("layers", LAYERS, 2, 256, 32, 32), group("scans, PyTorch", TORCH_SCANS, 2, 256, 32, 32),
                group("loops over the positions in Python", LOOPS, 2, 64, 32, 32),
                group("scans, JAX", JAX_SCANS, 2, 256, 32, 32),
                group("varying scans, PyTorch", VARYING_TORCH, 2, 256, 32, 32, varying=True),
+               group("varying scans, PyTorch, real decays", VARYING_REAL, 2, 256, 32, 32, varying=True, real=True),
                group("varying scans, loops over the positions in Python", VARYING_LOOPS, 2, 64, 32, 32, varying=True),
                group("varying scans, JAX", VARYING_JAX, 2, 256, 32, 32, varying=True)),
         False: (group("layers", LAYERS, 4, 1024, 64, 64), group("scans, PyTorch", TORCH_SCANS, 4, 1024, 64, 64),
                 group("loops over the positions in Python", LOOPS, 2, 128, 64, 64),
                 group("scans, JAX", JAX_SCANS, 4, 1024, 64, 64),
                 group("varying scans, PyTorch", VARYING_TORCH, 4, 1024, 64, 64, varying=True),
+                group("varying scans, PyTorch, real decays", VARYING_REAL, 4, 1024, 64, 64, varying=True, real=True),
                 group("varying scans, loops over the positions in Python", VARYING_LOOPS, 2, 128, 64, 64,
                       varying=True),
                 group("varying scans, JAX", VARYING_JAX, 4, 1024, 64, 64, varying=True))}
@@ -138,17 +144,17 @@ def group_rounds(g: dict, direction: str, rounds: int = ROUNDS, threads: int = T
 
 def _group_rounds(g: dict, direction: str, rounds: int, timer, bench_peers) -> list[dict]:
     rows, calls = [], {}
-    varying = bool(g.get("varying"))
+    varying, real = bool(g.get("varying")), bool(g.get("real"))
     for name in g["routes"]:
         route = bench_peers.check_route(name)
         row = {"group": g["name"], "route": name, "framework": route.framework, "family": route.family,
                "own": route.own, "direction": direction, "sizes": dict(g["sizes"]), "ms": None, "round_ms": None,
-               "rounds": 0, "yardstick": bench_peers.yardstick(name, varying), "ratio": None, "ratio_range": None,
-               "skipped": bench_peers.missing(name), "varying": varying}
+               "rounds": 0, "yardstick": bench_peers.yardstick(name, varying, real), "ratio": None,
+               "ratio_range": None, "skipped": bench_peers.missing(name), "varying": varying, "real": real}
         rows.append(row)
         if row["skipped"] is None:
             try:
-                calls[name] = bench_peers.make_route(name, direction, **g["sizes"], varying=varying)[0]
+                calls[name] = bench_peers.make_route(name, direction, **g["sizes"], varying=varying, real=real)[0]
             except Exception as err:        # one route that fails to build must not lose the group's others
                 row["skipped"] = f"failed: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
     try:
@@ -231,7 +237,8 @@ def markdown(result: dict) -> str:
         s = g["sizes"]
         mine = [r for r in result["rows"] if r["group"] == g["name"]]
         shape = (f"B = {s['B']}, L = {s['L']}, H = N = {s['H']}" if mine and mine[0]["family"] == "layer" else
-                 f"B = {s['B']}, L = {s['L']}, n = {s['N']} complex lanes"
+                 (f"B = {s['B']}, L = {s['L']}, {2 * s['N']} real lanes" if g.get("real") else
+                  f"B = {s['B']}, L = {s['L']}, n = {s['N']} complex lanes")
                  + (", a transition per position and row" if g.get("varying") else ""))
         lines += [f"**{g['name']}** ({shape}):", "",
                   "| route | forward ms | fwd / yardstick | fwd+bwd ms | fwd+bwd / yardstick | reading (fwd; fwd+bwd) |",

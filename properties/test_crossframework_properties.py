@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from linrnn.impls.config import modes
 from linrnn.impls.init import init
 from linrnn.impls.reference import spectral_radius
 from linrnn.impls.specs import KINDS
@@ -29,8 +30,8 @@ SHAPES = (QUICK_SHAPES[0], Shape(1, 9, 2, 2, True, True))
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("mode", [m for m in MODES if m in BACKEND_MODES["torch"]])
-@pytest.mark.parametrize("kind", [k for k in KINDS if k != "attention"])   # attention: tests/verify/test_crosscheck.py
+@pytest.mark.parametrize("kind,mode", [(k, m) for k in KINDS if k != "attention"        # attention: test_crosscheck.py
+                                       for m in MODES if m in BACKEND_MODES["torch"] and m in modes("torch", k)])
 @settings(max_examples=4, deadline=None)
 @given(shape=st.sampled_from(SHAPES), seed=st.integers(0, 2**16))
 def test_torch_and_jax_agree_on_outputs_and_gradients(kind, mode, dtype, shape, seed):

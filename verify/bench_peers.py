@@ -20,7 +20,8 @@ routes in interleaved rounds. Two families, each with its shapes:
             real multiplies, a real one one: this favours them). With `varying` (a group's flag) a is drawn anew at
             every position and row, and the project's yardstick is its scan with a transition per position
             (PyTorch: `varying_scan.chunked`, on 2n real lanes beside the real-decay peers; JAX: its `lax.scan`,
-            the RG-LRU's route on a CPU, with the two-level `chunked` beside it)
+            the RG-LRU's route on a CPU, with the two-level `chunked` beside it). With `real` (a PyTorch group's flag)
+            every route takes real decays on 2n real lanes: the gated layers' case (the RG-LRU's state is real)
 
 Forward+backward differentiates the sum of the output (of its real and imaginary parts for a complex one) with
 respect to every input and parameter, as the project's builders do. A peer that is not installed is a
@@ -94,12 +95,14 @@ TORCH_VARYING_YARDSTICK = "linrnn varying scan"
 SIDES = {"torch": "linrnn.verify.bench_peers_torch", "jax": "linrnn.verify.bench_peers_jax"}
 
 
-def yardstick(name: str, varying: bool = False) -> str | None:
+def yardstick(name: str, varying: bool = False, real: bool = False) -> str | None:
     """The project's route a peer's time is divided by (None for the project's own routes); `varying`: in a group whose
-    a varies along the sequence."""
+    a varies along the sequence; `real`: one on real decays (2n real lanes)."""
     route = check_route(name)
     if route.own:
         return None
+    if varying and real:
+        return "linrnn varying scan, real"
     if varying:
         return VARYING_YARDSTICK.get(name, TORCH_VARYING_YARDSTICK)
     return YARDSTICK.get(name, TORCH_SCAN_YARDSTICK)
@@ -122,10 +125,10 @@ def missing(name: str) -> str | None:
 
 
 def make_route(name: str, direction: str, B: int, L: int, H: int, N: int, dtype: str = "float32",
-               seed: int = 0, varying: bool = False) -> tuple[Callable[[], object], dict]:
+               seed: int = 0, varying: bool = False, real: bool = False) -> tuple[Callable[[], object], dict]:
     """(call, info) of route `name` at B, L and its family's width (layer: H and N modes; scan: n = N lanes), float32,
-    on the CPU; `varying`: a scan's a drawn anew at every position and row. LinrnnError where the peer is missing, for
-    another dtype, or a size below 1."""
+    on the CPU; `varying`: a scan's a drawn anew at every position and row; `real`: real decays on 2n real lanes for
+    every route (PyTorch). LinrnnError where the peer is missing, for another dtype, or a size below 1."""
     route = check_route(name)
     check_direction(direction)
     if dtype != "float32":
@@ -137,8 +140,9 @@ def make_route(name: str, direction: str, B: int, L: int, H: int, N: int, dtype:
     if why:
         raise LinrnnError(why)
     side = importlib.import_module(SIDES[route.framework])
-    call = side.build(name, route.family, direction, B, L, H, N, seed, varying)
+    call = side.build(name, route.family, direction, B, L, H, N, seed, varying, real) if real else \
+        side.build(name, route.family, direction, B, L, H, N, seed, varying)
     info = {"route": name, "framework": route.framework, "family": route.family, "what": route.what,
-            "direction": direction, "B": B, "L": L, "dtype": dtype, "device": "cpu", "varying": varying,
+            "direction": direction, "B": B, "L": L, "dtype": dtype, "device": "cpu", "varying": varying, "real": real,
             **({"H": H, "N": N} if route.family == "layer" else {"n": N})}
     return call, info

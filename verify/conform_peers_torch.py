@@ -7,7 +7,8 @@ Each follows the protocol of docs/conform.md and loads the bundle's numbers into
                             Triton's interpreter on the CPU (TRITON_INTERPRET=1, set before triton is imported)
     accelerated-scan-ref    `accelerated_scan.ref.scan`, the package's torch tree scan (forward and reverse)
     torch-associative-scan  `torch._higher_order_ops.associative_scan`, combine_mode "generic"
-    linrnn-torch-scan       the project's chunked scan (`linrnn.impls.torch.scan.chunked`), a constant a only
+    linrnn-torch-scan       the project's chunked scans: `linrnn.impls.torch.scan.chunked` (a constant a) and
+                            `linrnn.impls.torch.varying_scan.chunked` (a varying a)
 
 * lrnnx imports its CUDA extensions (`selective_scan_cuda`, `simplified_scan_cuda`) unconditionally from
   `lrnnx.ops`; where they are not built, empty modules stand in for them (its LTI layers never call them).
@@ -61,6 +62,7 @@ if not torch.cuda.is_available() and "triton" not in sys.modules:
 
 from linrnn.impls.errors import LinrnnError  # noqa: E402  (after the interpreter's switch)
 from linrnn.impls.torch.layer import torch_dtype  # noqa: E402
+from linrnn.impls.torch import varying_scan  # noqa: E402
 from linrnn.impls.torch.scan import chunked, complex_dtype  # noqa: E402
 
 SEED = 0                   # the peers' own initialisation of what the contract does not set
@@ -224,11 +226,12 @@ def torch_associative_scan(bundle: dict, config: dict, dtype: str = "float64"):
 
 
 def linrnn_torch_scan(bundle: dict, config: dict, dtype: str = "float64"):
-    """The project's chunked scan: one diagonal transition per channel (`log_lam`), so a constant a only; the
-    backward scan as the project's bidirectional layers run it, on the reversed sequence."""
-    if config["varying"]:
-        raise NotImplementedError("the project's scans take one transition per lane (a constant a)")
+    """The project's chunked scans: with a constant a, `scan.chunked` (one diagonal transition per channel, `log_lam`;
+    the backward scan as the project's bidirectional layers run it, on the reversed sequence); with a varying a,
+    `varying_scan.chunked` on log a (complex: a real a of either sign has its log's phase pi), reverse as it is."""
     real = torch_dtype(dtype)
+    if config["varying"]:
+        return _varying_scan(config, real)
 
     def call(a, b):
         log_lam = torch.as_tensor(np.log(np.asarray(a[0, 0], dtype=complex))).to(complex_dtype(real))   # (D,)
@@ -239,6 +242,17 @@ def linrnn_torch_scan(bundle: dict, config: dict, dtype: str = "float64"):
         if config["reverse"]:
             states = states.flip(1)
         x = _out(states)
+        return x if config["complex"] else x.real
+
+    return call
+
+
+def _varying_scan(config: dict, real: torch.dtype):
+    """The scan contract's call by `varying_scan.chunked`, a transition per position (the gated layers' scan)."""
+    def call(a, b):
+        log_a = torch.as_tensor(np.log(np.asarray(a, dtype=complex))).to(complex_dtype(real))           # (B L D)
+        v = torch.as_tensor(np.asarray(b, dtype=complex)).to(complex_dtype(real))                        # (B L D)
+        x = _out(varying_scan.chunked(log_a, v, reverse=config["reverse"]))
         return x if config["complex"] else x.real
 
     return call
@@ -265,15 +279,22 @@ def _mamba_module():
     entered by its path, without that `__init__`."""
     if MAMBA_MODULE in sys.modules:
         return sys.modules[MAMBA_MODULE]
-    if "mamba_ssm" not in sys.modules:
-        spec = importlib.util.find_spec("mamba_ssm")
-        if spec is None or not spec.submodule_search_locations:
-            raise ModuleNotFoundError("No module named 'mamba_ssm'", name="mamba_ssm")
-        package = types.ModuleType("mamba_ssm")
-        package.__path__ = list(spec.submodule_search_locations)
-        sys.modules["mamba_ssm"] = package
+    package_without_init("mamba_ssm")
     _stand_in("selective_scan_cuda")
     return importlib.import_module(MAMBA_MODULE)
+
+
+def package_without_init(name: str) -> None:
+    """Enter the installed package `name` by its path, without running its `__init__` (where the code a target calls
+    needs none of what it imports: mamba-ssm's models, RecurrentGemma's JAX side); nothing where it is imported."""
+    if name in sys.modules:
+        return
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(f"No module named '{name}'", name=name)
+    package = types.ModuleType(name)
+    package.__path__ = list(spec.submodule_search_locations)
+    sys.modules[name] = package
 
 
 def mamba_missing(name: str = "mamba-ssm-ref", device: str | None = None) -> str | None:

@@ -218,7 +218,7 @@ class Mixer(nn.Module):
         """
         if mode in self.eager_modes and torch.compiler.is_compiling():
             return _eager_forward(self, u, mode, state, final_state, lengths, segments)
-        check_mode(mode)
+        checks.check_mode(mode, "torch", self.config.kind)          # a kind's own modes (the RG-LRU: no conv)
         self.check_input(u)
         self.check_streaming(mode, state)
         self.check_view(mode, u.shape[1], state)

@@ -25,7 +25,7 @@ from pathlib import Path
 from scipy import stats as scipy_stats
 
 from linrnn.experiments import claims as experiments
-from linrnn.experiments import runner
+from linrnn.experiments import runner, synthetic_gated
 from linrnn.reports import plots
 from linrnn.impls.results import ExperimentRecord
 from linrnn.reports.results import read_stored
@@ -38,6 +38,9 @@ TEMPLATE = "experiments.html.j2"
 LEAD = ("dots-",)       # figures shown above the section's details (`render`): every experiment's dot plot
 
 STORED_DIR = runner.STORED_DIR
+# The experiments that ask a question of this project's own, with no claim (the ledger does not read them): experiment
+# -> its stored record -> the finding in lines, shown under its table
+FINDINGS = {synthetic_gated.NAME: lambda record: synthetic_gated.finding_lines(synthetic_gated.finding(record))}
 STORED_GLOB = "experiment-*.json"
 RUN_KEYS = ("name", "status", "metric", "value", "steps", "seconds_per_step", "parameters", "error",
             # what the ledger's tests and controls read: the seed, the control a run belongs to, the chance levels
@@ -93,6 +96,17 @@ def _mixer_field(config: dict, name: str):
     return mixer.get(name) if isinstance(mixer, dict) else None
 
 
+def _finding(record: dict) -> list[str]:
+    """The finding of an experiment with no claim (`FINDINGS`) from its record, in lines; [] for the others, and for a
+    record it cannot read (one line saying why)."""
+    if record["experiment"] not in FINDINGS or record.get("claims"):
+        return []
+    try:
+        return FINDINGS[record["experiment"]](record)
+    except (KeyError, TypeError, ValueError) as err:      # a record of older code, or a broken one: said, not raised
+        return [f"the finding could not be read from this record ({type(err).__name__}: {err})"]
+
+
 def load_stored(directory: Path) -> tuple[list[dict], list[list[str]]]:
     """Every valid stored record in `directory` with its cells, and [file, reason] for the rest."""
     files, skipped = read_stored(directory, STORED_GLOB, ExperimentRecord, check_stored)
@@ -110,13 +124,14 @@ def load_stored(directory: Path) -> tuple[list[dict], list[list[str]]]:
                        "controls": record.get("controls") if isinstance(record.get("controls"), list) else [],
                        "trivial": record.get("trivial") if isinstance(record.get("trivial"), list) else [],
                        "design": record.get("design") if isinstance(record.get("design"), list) else [],
+                       "finding": _finding(record),
                        "keys": list(keys), "cells": runner.table_cells(record), "runs": runs})
     return stored, skipped
 
 
 # -- what the page shows above the details ------------------------------------------------------------
 
-MODEL_COLOURS = {"rotrnn": "C0", "lru": "C1", "dlr": "C2", "s4d": "C3", "s5": "C4", "attention": "C5"}
+MODEL_COLOURS = {"rotrnn": "C0", "lru": "C1", "dlr": "C2", "s4d": "C3", "s5": "C4", "attention": "C5", "rglru": "C6"}
 PANEL_KEYS = ("group", "task")       # labels a panel is per (and that its categories therefore leave out)
 MAX_COLUMNS = 4
 LEVEL = 0.95                         # the interval drawn around each mean

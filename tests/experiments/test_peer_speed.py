@@ -26,10 +26,10 @@ TIMES = {"linrnn chunked scan": [10.0, 20.0, 10.0], "mambapy": [20.0, 40.0, 20.0
 def fake(monkeypatch):
     built = []
 
-    def make_route(name, direction, B, L, H, N, dtype="float32", seed=0):
+    def make_route(name, direction, B, L, H, N, dtype="float32", seed=0, varying=False, real=False):
         if name == "fla-hgrn-naive" and direction == "forward+backward":
             raise RuntimeError("planted: no backward\nsecond line")
-        built.append((name, direction, B, L, H, N))
+        built.append((name, direction, B, L, H, N) + ((varying, real) if varying or real else ()))
         return (lambda: None), {}
 
     def interleaved_ms(calls, repeats, clock=None):
@@ -63,6 +63,15 @@ def test_ratios_ranges_and_readings(fake):
                                                                    "the peer faster"]
     assert peer_speed.reading({"ratio": 1.5, "ratio_range": [0.9, 2.0]}) == "undecided"     # a range across 1
     assert peer_speed.reading(own) == "-"
+
+
+def test_a_varying_group_builds_its_routes_varying_and_reads_them_against_the_varying_scan(fake):
+    TIMES.update({"linrnn varying scan, real": [10.0, 10.0, 10.0]})
+    group = peer_speed.group("varying", ("linrnn varying scan, real", "mambapy"), 2, 8, 4, 4, varying=True, real=True)
+    rows = {r["route"]: r for r in peer_speed.group_rounds(group, "forward", 3)}
+    assert [b[-2:] for b in fake[:-1]] == [(True, True), (True, True)]           # varying and real, every route
+    assert rows["mambapy"]["yardstick"] == "linrnn varying scan, real" and rows["mambapy"]["ratio"] == 2.0
+    assert rows["mambapy"]["varying"] and rows["mambapy"]["real"]
 
 
 def test_a_peer_that_fails_or_is_missing_says_why_and_the_others_are_timed(fake, monkeypatch):

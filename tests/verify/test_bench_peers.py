@@ -34,7 +34,7 @@ def test_every_torch_route_runs_at_the_shapes_asked(name, direction):
     assert info["route"] == name and info["direction"] == direction and info["B"] == B and info["L"] == L
     if direction == "forward":
         route = bench_peers.ROUTES[name]
-        lanes = 2 * N if name in ("fla-hgrn-naive", "mamba-ssm-ref") else N
+        lanes = 2 * N if name in ("fla-hgrn-naive", "mamba-ssm-ref", "linrnn varying scan, real") else N
         expected = (B, L, H) if route.family == "layer" else (B, lanes, L) if name == "mamba-ssm-ref" else \
             (B, N, L, 2) if name == "accelerated-scan-ref" else (B, L, lanes) if lanes == 2 * N else (B, L, N, 2)
         assert out[0].shape == expected, (name, out[0].shape)
@@ -53,6 +53,19 @@ def test_a_jax_peer_and_its_yardstick_run_in_both_directions():
                 assert out[0].shape == (B, L, N)
 
 
+@pytest.mark.parametrize("name", ["linrnn varying scan, real", "torch-associative-scan", "mambapy",
+                                  "accelerated-scan-ref"])
+def test_a_group_of_real_varying_decays_gives_every_route_2n_real_lanes(name):
+    why = bench_peers.missing(name)
+    if why:
+        pytest.skip(why)
+    call, info = bench_peers.make_route(name, "forward", B, L, H, N, varying=True, real=True)
+    out = _array(call())[0]
+    assert info["varying"] and info["real"] and np.isrealobj(out) and np.all(np.isfinite(out))
+    assert out.shape == ((B, 2 * N, L) if name == "accelerated-scan-ref" else (B, L, 2 * N)), (name, out.shape)
+    assert bench_peers.yardstick(name, varying=True, real=True) in (None, "linrnn varying scan, real")
+
+
 def test_every_peer_is_read_against_the_projects_route_of_its_contract():
     for name, route in bench_peers.ROUTES.items():
         yard = bench_peers.yardstick(name)
@@ -61,6 +74,9 @@ def test_every_peer_is_read_against_the_projects_route_of_its_contract():
             continue
         own = bench_peers.ROUTES[yard]
         assert own.own and own.framework == route.framework and own.family == route.family, name
+        if route.family == "scan":                       # a varying a: the project's scan with a transition per position
+            varying = bench_peers.ROUTES[bench_peers.yardstick(name, varying=True)]
+            assert varying.own and varying.framework == route.framework and "varying" in varying.name, name
         if route.family == "layer":                      # the LRU peers against the LRU, the S5 ones against the S5
             assert yard.split()[1] in ("lru" if "lru" in name else "s5",), name
         from linrnn.verify.conform import PEERS
