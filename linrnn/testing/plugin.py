@@ -9,12 +9,13 @@ asks for them.
         `seed`; d_model and d_state default to 4; other config fields as given), `linrnn_reference(u, **kw)` the
         float64 reference on it (`linrnn.testing.reference`'s keywords: mode, lengths, segments, state,
         return_state)
-    linrnn_dtype                 a fixture parametrized by --linrnn-dtypes ("float64", "float32")
+    linrnn_dtype                 a fixture parametrized by --linrnn-dtypes (default "float64", "float32")
     --linrnn-profile P           quick | default | full (PROFILES): quick is float32 only with no long checks (a
                                  pre-commit hook), default every check in every dtype the battery plans, full adds
                                  the random check at longer lengths; the options below override a profile's value
-    --linrnn-dtypes D[,D]        the dtypes checked: parametrize_with_checks' cases of other dtypes are
-                                 deselected, and linrnn_dtype takes these (default: float64,float32)
+    --linrnn-dtypes D[,D]        the dtypes checked (float64, float32, bfloat16, float16): parametrize_with_checks'
+                                 cases of other dtypes are deselected, and linrnn_dtype takes these (default: every
+                                 dtype the battery plans; linrnn_dtype float64,float32)
     --linrnn-long L              the long check's length in parametrize_with_checks' cases (default 4096; 0
                                  leaves it out: deselected)
     --linrnn-very-long L         the very long check's (default 65537, past 2^16; 0 leaves it out)
@@ -27,7 +28,8 @@ from __future__ import annotations
 
 import pytest
 
-DTYPES = ("float64", "float32")
+DTYPES = ("float64", "float32")                          # linrnn_dtype's default
+CHECK_DTYPES = ("float64", "float32", "bfloat16", "float16")   # what --linrnn-dtypes may name (the battery's)
 LONG_DEFAULT = 4096          # linrnn.verify.conform.LONG_LENGTH, not imported here: this module stays light
 VERY_LONG_DEFAULT = 65537    # linrnn.verify.conform.VERY_LONG_LENGTH
 MARKER = ("linrnn_conform(kind, **config): the layer contract the test checks; the fixtures linrnn_bundle and "
@@ -49,9 +51,9 @@ SETTINGS: dict = {"dtypes": None, "long": None, "very_long": None, "lengths": No
 
 def _dtypes(text: str) -> tuple[str, ...]:
     found = tuple(d.strip() for d in text.split(",") if d.strip())
-    bad = [d for d in found if d not in DTYPES]
+    bad = [d for d in found if d not in CHECK_DTYPES]
     if bad or not found:
-        raise pytest.UsageError(f"--linrnn-dtypes: expected a comma-separated subset of {','.join(DTYPES)}, "
+        raise pytest.UsageError(f"--linrnn-dtypes: expected a comma-separated subset of {','.join(CHECK_DTYPES)}, "
                                 f"found {text!r}")
     return found
 
@@ -72,7 +74,8 @@ def pytest_addoption(parser):
                     help=f"linrnn's checks: {' | '.join(PROFILES)} (quick: float32, no long checks; default: every "
                          f"check; full: also the random check at longer lengths)")
     group.addoption("--linrnn-dtypes", default=None, metavar="D[,D]",
-                    help=f"dtypes of linrnn's checks: {','.join(DTYPES)} (default both)")
+                    help=f"dtypes of linrnn's checks: a subset of {','.join(CHECK_DTYPES)} (default: every dtype the "
+                         "battery plans)")
     group.addoption("--linrnn-long", default=None, metavar="L",
                     help=f"length of linrnn's long check (default {LONG_DEFAULT}; 0 leaves it out)")
     group.addoption("--linrnn-very-long", default=None, metavar="L",

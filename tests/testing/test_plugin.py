@@ -87,9 +87,12 @@ def test_the_fixtures_and_options_say_what_they_expected(folder):
             in out), out
     from linrnn.impls.specs import kinds
     assert f"@pytest.mark.linrnn_conform: kind: expected one of {', '.join(kinds())}, found 'lstm'" in out, out
-    bad = pytest_run(folder, "test_unrelated.py", "--linrnn-dtypes=float16")
-    assert bad.returncode == 4 and ("--linrnn-dtypes: expected a comma-separated subset of float64,float32, found "
-                                    "'float16'") in bad.stderr, bad.stdout + bad.stderr
+    bad = pytest_run(folder, "test_unrelated.py", "--linrnn-dtypes=float8")
+    assert bad.returncode == 4 and ("--linrnn-dtypes: expected a comma-separated subset of "
+                                    "float64,float32,bfloat16,float16, found 'float8'") in bad.stderr, \
+        bad.stdout + bad.stderr
+    low = pytest_run(folder, "test_unrelated.py", "--linrnn-dtypes=bfloat16,float16")     # the battery's low dtypes
+    assert low.returncode == 0, low.stdout + low.stderr
     bad = pytest_run(folder, "test_unrelated.py", "--linrnn-long=-1")
     assert bad.returncode == 4 and ("--linrnn-long: expected a length >= 0 (0 leaves the check out), found '-1'"
                                     in bad.stderr), bad.stdout + bad.stderr
