@@ -70,14 +70,16 @@ def factor_diagnosis(ref: np.ndarray, got: np.ndarray, tol: float, fit_tol: floa
     return Diagnosis("factor", f"the output is off by a constant factor: {measured}"), fit
 
 
-def explain_state(whole: np.ndarray, second: np.ndarray, zero: np.ndarray, tol: float,
+def explain_state(whole: np.ndarray, second: np.ndarray, zero, tol: float,
                   probe_tol: float) -> list[Diagnosis]:
     """The second call against the single call (state carried) and against a zero start, row by row; rows match
-    within `probe_tol` (the float32 level in a float64 run, whose rounding the output checks name)."""
-    if rel_error(whole, zero) <= probe_tol:
+    within `probe_tol` (the float32 level in a float64 run, whose rounding the output checks name). `zero`: the output
+    from zero, or a tuple of them (no state, a zero state: `StateChecks.from_zero`), a row dropped if it is any."""
+    zeros = zero if isinstance(zero, tuple) else (zero,)
+    if rel_error(whole, zeros[0]) <= probe_tol:
         return []     # the state does not change this output measurably: nothing to tell apart
     carried = [rel_error(whole[b], second[b]) <= probe_tol for b in range(len(whole))]
-    dropped = [rel_error(zero[b], second[b]) <= probe_tol for b in range(len(whole))]
+    dropped = [any(rel_error(z[b], second[b]) <= probe_tol for z in zeros) for b in range(len(whole))]
     err = rel_error(whole, second)
     if all(dropped):
         return [Diagnosis("state_not_carried", f"the state is not carried between calls: the second call equals a "

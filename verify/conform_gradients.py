@@ -13,7 +13,7 @@ from linrnn.impls.tolerance import tolerance
 from linrnn.verify.conform_bundles import BATCH, H
 from linrnn.verify.conform_diagnoses import follows
 from linrnn.verify.conform_layer import input_gradient, parameter_gradient, state_array, state_gradient, state_like
-from linrnn.verify.conform_reference import reference, reference_gradient, rel_error
+from linrnn.verify.conform_reference import linear_in_u, reference, reference_gradient, rel_error
 from linrnn.verify.conform_results import Check, Diagnosis
 
 
@@ -59,7 +59,9 @@ class GradientChecks:
     def state_gradient(self, L: int) -> Check:
         """The gradients of <w, y> + <v, state out> by the target's autodiff, with respect to the state passed in
         and to u, against the target's own forward: linear in (u, state), so the difference of two calls along a
-        direction is that direction's derivative, exactly but for rounding (`DIRECTIONS` random directions each)."""
+        direction is that direction's derivative, exactly but for rounding (`DIRECTIONS` random directions each). A
+        contract not linear in u (the RG-LRU; `conform_reference.linear_in_u`) is linear in the state alone: its state
+        part is checked here, its input part by `gradient`, against the reference's exact J^T w."""
         name = "state gradient"
         if na := self.stateless(name):
             return na
@@ -87,7 +89,8 @@ class GradientChecks:
         errors = {}
         parts = (("state passed in", grads["state"], lambda d: (u, s + d)),
                  ("input, through the returned state", grads["input"], lambda d: (u + d, s)))
-        for part, grad, moves in parts:
+        for part, grad, moves in parts[:None if linear_in_u(self.kind) else 1]:   # a layer not linear in u: its
+                                                                                    # input part is `gradient`'s
             like = s if part == "state passed in" else u
             scale = float(np.max(np.abs(like))) or 1.0
             deltas = [scale * random_like(rng, like) for _ in range(DIRECTIONS)]

@@ -1,7 +1,8 @@
 """`linrnn conform`'s target on the JAX side, and its JAX gradient probe (`linrnn.verify.conform`).
 
     linrnn-jax        the project's own layer (`linrnn.impls.jax.layer.apply`), mode `scan`
-    linrnn-jax-scan   the project's scan (`linrnn.impls.jax.scan.associative`) as a target of the scan contract
+    linrnn-jax-scan   the project's scans (`linrnn.impls.jax.scan.associative`, a constant a;
+                      `linrnn.impls.jax.varying_scan.chunked`, a varying a) as a target of the scan contract
     recurrentgemma    recurrentgemma's `recurrentgemma.jax.scan.linear_scan` (the scan contract): its native
                       linear scan on the CPU, accumulating in `acc_float_dtype` = float32 as it ships
 
@@ -22,6 +23,7 @@ from linrnn.impls.bundle import Bundle
 from linrnn.impls.config import config_from_dict
 from linrnn.impls.jax.layer import MODES, apply
 from linrnn.impls.jax.params import float64, from_bundle, precision
+from linrnn.impls.jax import varying_scan
 from linrnn.impls.jax.scan import associative
 
 __all__ = ["input_gradient", "linrnn_jax", "linrnn_jax_scan", "missing_reason", "parameter_gradient", "recurrentgemma",
@@ -131,20 +133,22 @@ def recurrentgemma(bundle: dict, config: dict, dtype: str = "float64"):
 
 
 def linrnn_jax_scan(bundle: dict, config: dict, dtype: str = "float64"):
-    """The project's associative scan (`scan.associative`, one sequence (L N), vmapped over the batch): one
-    transition per lane, so a constant a only; the backward scan on the reversed sequence, as the project's
-    bidirectional layers run it."""
-    if config["varying"]:
-        raise NotImplementedError("the project's scans take one transition per lane (a constant a)")
+    """The project's scans, one sequence (L N), vmapped over the batch: with a constant a its associative scan
+    (`scan.associative`, one transition per lane), with a varying a its two-level scan (`varying_scan.chunked`, a
+    transition per position, on log a: complex, a real a of either sign has its log's phase pi); the backward scan on
+    the reversed sequence, as the project's bidirectional layers run it."""
 
     def call(a, b):
         with precision(dtype):
             cplx = jnp.complex64 if dtype == "float32" else jnp.complex128
-            log_lam = jnp.asarray(np.log(np.asarray(a[0, 0], dtype=complex)), dtype=cplx)     # (D,)
+            log_a = jnp.asarray(np.log(np.asarray(a, dtype=complex)), dtype=cplx)              # (B L D)
             v = jnp.asarray(np.asarray(b, dtype=complex), dtype=cplx)                          # (B L D)
-            v = v[:, ::-1] if config["reverse"] else v
+            log_a, v = (log_a[:, ::-1], v[:, ::-1]) if config["reverse"] else (log_a, v)
             x0 = jnp.zeros(v.shape[2], dtype=cplx)
-            states = jax.vmap(lambda seq: associative(log_lam, seq, x0))(v)
+            if config["varying"]:
+                states = jax.vmap(lambda la, seq: varying_scan.chunked(la, seq, x0))(log_a, v)
+            else:
+                states = jax.vmap(lambda seq: associative(log_a[0, 0], seq, x0))(v)
             states = np.asarray(states[:, ::-1] if config["reverse"] else states)
             return states if config["complex"] else states.real
 

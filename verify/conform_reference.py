@@ -42,6 +42,13 @@ def impulses(length: int, at: int = 0) -> np.ndarray:
     return u
 
 
+def linear_in_u(kind: str) -> bool:
+    """Whether the contract's output is linear in its input (every recurrent mixer's but the RG-LRU's, whose gates read
+    u: its reference module gives its exact Jacobian, `jacobian`, instead). The difference of two calls along a
+    direction of u is then that direction's derivative, exactly but for rounding."""
+    return not hasattr(MIXERS[kind], "jacobian")
+
+
 def reference_gradient(cfg: MixerConfig, params: Mapping[str, np.ndarray], w: np.ndarray,
                        u: np.ndarray | None = None) -> np.ndarray:
     """J^T w for y = J u: J is the reference's response to each unit impulse (exact, the layer is linear in u). A

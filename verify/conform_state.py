@@ -11,7 +11,7 @@ from linrnn.impls.errors import LinrnnError
 from linrnn.impls.reference import spectral_radius
 from linrnn.verify.conform_bundles import BATCH, H, bundle_for, make_config
 from linrnn.verify.conform_diagnoses import explain_state, follows
-from linrnn.verify.conform_layer import Layer, describe
+from linrnn.verify.conform_layer import Layer, describe, state_array, state_like
 from linrnn.verify.conform_reference import reference, rel_error
 from linrnn.verify.conform_results import Check, Diagnosis
 
@@ -41,10 +41,22 @@ class StateChecks:
                        f"L = {L} split {k} + {L - k}, B = {BATCH}, against the target's own single call")
         if c.status == "fail":
             level = self.level(self.cfg, c.rel, L, self.radius)
-            zero, _ = self.layer(u[:, k:], "state: second part from zero")
-            c.diagnoses = level or explain_state(whole[:, k:], second, zero, tol,
-                                                              self.fit_tol(L, self.radius))
+            c.diagnoses = level or explain_state(whole[:, k:], second, self.from_zero(u[:, k:], carried, name), tol,
+                                                 self.fit_tol(L, self.radius))
         return c
+
+    def from_zero(self, u: np.ndarray, carried, what: str) -> tuple[np.ndarray, ...]:
+        """The target's output on u started from zero: without a state, and from a zero state of the carried state's
+        type where one can be made. The two agree for a contract whose first input enters as any other; not for the
+        RG-LRU's, whose first input without a state enters unnormalised (docs/models.md), so a state dropped to zeros
+        is told from a state not passed."""
+        out = [self.layer(u, f"{what}: the second part from no state")[0]]
+        try:
+            zeros = state_like(carried, np.zeros_like(state_array(carried)))
+        except Exception:                # an opaque state of the target's own that no zero can be made of
+            return tuple(out)
+        out.append(self.layer(u, f"{what}: the second part from a zero state", zeros)[0])
+        return tuple(out)
 
     def stateless(self, name: str) -> Check | None:
         """The "n/a" of a check that passes states, where the target or the layer has none; else None."""
@@ -97,8 +109,9 @@ class StateChecks:
                                                  f"split in two calls conforms")]
         what = next(w for w, e in splits.items() if e > tol)
         k = int(what.split()[1])
-        zero, _ = self.layer(u[:, k:], "state hand-over: the second part from zero")
-        return explain_state(whole[:, k:], runs[what][:, k:], zero, tol, probe_tol)
+        _, carried = self.layer(u[:, :k], "state hand-over: the first part again")
+        return explain_state(whole[:, k:], runs[what][:, k:], self.from_zero(u[:, k:], carried, "state hand-over"), tol,
+                             probe_tol)
 
     def packing(self, L: int) -> Check:
         """Packed sequences (segment ids, where the callable takes `segments=`): each computed as if alone, the state

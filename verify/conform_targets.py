@@ -45,6 +45,11 @@ BUILTINS: dict[str, tuple[str, str]] = {
     "linrnn-jax": ("linrnn.verify.conform_jax", "linrnn_jax"),
     "linrnn-torch-scan": ("linrnn.verify.conform_peers_torch", "linrnn_torch_scan"),
     "linrnn-jax-scan": ("linrnn.verify.conform_jax", "linrnn_jax_scan"),
+    # RecurrentGemma's RG-LRU layers, the rglru contract (`conform_recurrentgemma.py` says how a bundle goes in)
+    "recurrentgemma-rglru-torch": ("linrnn.verify.conform_recurrentgemma_torch", "recurrentgemma_rglru_torch"),
+    "recurrentgemma-rglru-jax": ("linrnn.verify.conform_recurrentgemma_jax", "recurrentgemma_rglru_jax"),
+    "recurrentgemma-rglru-jax-assoc": ("linrnn.verify.conform_recurrentgemma_jax", "recurrentgemma_rglru_jax_assoc"),
+    "recurrentgemma-rglru-jax-pallas": ("linrnn.verify.conform_recurrentgemma_jax", "recurrentgemma_rglru_jax_pallas"),
 }
 
 
@@ -83,7 +88,8 @@ PEERS: dict[str, PeerInfo] = {
     "recurrentgemma": PeerInfo("recurrentgemma", "recurrentgemma", ("scan",),
                                "`recurrentgemma.jax.scan.linear_scan` (JAX, its native linear scan on the CPU)",
                                "Google DeepMind's Griffin code; its PyTorch `rnn_scan` is a port of this one (not "
-                               "a target: importing it imports the JAX side too)"),
+                               "a target of the scan contract; its RG-LRU layer is, recurrentgemma-rglru-torch); the "
+                               "scan under recurrentgemma-rglru-jax"),
     "mamba-ssm-ref": PeerInfo("mamba-ssm", "mamba_ssm", ("scan",),
                               "`mamba_ssm.ops.selective_scan_interface.selective_scan_ref` (PyTorch, one position at "
                               "a time; float32 only)",
@@ -107,6 +113,30 @@ PEERS: dict[str, PeerInfo] = {
                         "`mambapy.pscan.pscan`, a Blelloch scan in PyTorch, the length padded to a power of two",
                         "alxndrTL/mamba.py: written apart from mamba-ssm (its scan is its own; its Mamba block follows "
                         "mamba-ssm's selective_scan_ref); shares no code with the other targets"),
+    "recurrentgemma-rglru-torch": PeerInfo("recurrentgemma", "recurrentgemma", ("rglru",),
+                                           "`recurrentgemma.torch.layers.RGLRU` (its `rnn_scan` accumulates in "
+                                           "float32), entered without the package's JAX `__init__`",
+                                           "Google DeepMind's Griffin code: the PyTorch port of its JAX layer "
+                                           "(recurrentgemma-rglru-jax), one package; this project's rglru is written "
+                                           "from the paper's equations and the package's initialisation, not its "
+                                           "code"),
+    "recurrentgemma-rglru-jax": PeerInfo("recurrentgemma", "recurrentgemma", ("rglru",),
+                                         "`recurrentgemma.jax.layers.RGLRU` (flax), scan_type AUTO: its native "
+                                         "`lax.scan` off a TPU, accumulating in float32",
+                                         "Google DeepMind's Griffin code, the layer its checkpoints were trained "
+                                         "with; its scan is the recurrentgemma target's `linear_scan`; its "
+                                         "only_real=False setting is another model (a complex state of H/2 lanes), "
+                                         "not a target"),
+    "recurrentgemma-rglru-jax-assoc": PeerInfo("recurrentgemma", "recurrentgemma", ("rglru",),
+                                               "the same layer, scan_type ASSOCIATIVE_NATIVE "
+                                               "(`lax.associative_scan`)",
+                                               "one package with recurrentgemma-rglru-jax: the same layer, another "
+                                               "scan"),
+    "recurrentgemma-rglru-jax-pallas": PeerInfo("recurrentgemma", "recurrentgemma", ("rglru",),
+                                                "the same layer, scan_type LINEAR_PALLAS (its Pallas kernel: a TPU "
+                                                "or GPU only)",
+                                                "one package with recurrentgemma-rglru-jax: the same layer, its "
+                                                "Pallas scan"),
 }
 # The module that sets TRITON_INTERPRET=1 (no CUDA device) before triton is first imported, so that the Triton peers'
 # kernels (accelerated-scan, fla-hgrn) are decorated for Triton's interpreter: imported before the other targets'

@@ -60,14 +60,21 @@ VERY_LONG = 0
 PEER_RUNS = (("lru-pytorch", "lru"), ("s5-pytorch", "s5"), ("s5-pytorch", "lru"), ("lrnnx", "lru"), ("lrnnx", "s5"),
              ("accelerated-scan", "scan"), ("accelerated-scan-ref", "scan"), ("torch-associative-scan", "scan"),
              ("recurrentgemma", "scan"), ("mamba-ssm-ref", "scan"), ("mamba-ssm", "scan"), ("fla-hgrn-naive", "scan"),
-             ("fla-hgrn", "scan"), ("mambapy", "scan"))
+             ("fla-hgrn", "scan"), ("mambapy", "scan"), ("recurrentgemma-rglru-torch", "rglru"),
+             ("recurrentgemma-rglru-jax", "rglru"), ("recurrentgemma-rglru-jax-assoc", "rglru"))
 OWN_TARGETS = ("linrnn-torch", "linrnn-jax")
 OWN_SCANS = ("linrnn-torch-scan", "linrnn-jax-scan")
 QUICK_OMITTED = {"linrnn-jax": "JAX compiles each shape and config of the battery (about 10 s per kind and dtype "
                                "on a 2-core CPU); it runs in the full report",
                  "accelerated-scan": "Triton's interpreter runs its kernels on the CPU (about 90 s); it runs in the "
                                      "full report",
-                 "fla-hgrn": "Triton's interpreter runs its kernel on the CPU (about 12 s); it runs in the full report"}
+                 "fla-hgrn": "Triton's interpreter runs its kernel on the CPU (about 12 s); it runs in the full report",
+                 "recurrentgemma-rglru-torch": "its layer loops over the positions in Python (the battery's four "
+                                               "dtypes, about 3 minutes on a 2-core CPU); it runs in the full report",
+                 "recurrentgemma-rglru-jax": "JAX compiles each shape of the battery (its four dtypes, about 10 "
+                                             "minutes on a 2-core CPU); it runs in the full report",
+                 "recurrentgemma-rglru-jax-assoc": "JAX compiles each shape of the battery (its four dtypes, about 10 "
+                                                   "minutes on a 2-core CPU); it runs in the full report"}
 # Peers whose Triton kernels run on the CPU only when TRITON_INTERPRET=1 is set before triton is first imported: the
 # report runs them in a fresh process (the sections before this one import triton through PyTorch's compiler)
 FRESH_PROCESS = ("accelerated-scan", "fla-hgrn")

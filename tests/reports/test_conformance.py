@@ -32,6 +32,15 @@ FINDINGS = {("lru-pytorch", "lru"): ("D is applied as a dense matrix, not elemen
             ("recurrentgemma", "scan"): ("computes in float32 only",),
             ("mamba-ssm-ref", "scan"): (), ("mamba-ssm", "scan"): (),     # mamba-ssm: where installed (a GPU machine)
             ("fla-hgrn-naive", "scan"): (), ("mambapy", "scan"): ()}      # fla-hgrn: left out of the quick report
+# the stored findings of peers the quick report leaves out (QUICK_OMITTED): RecurrentGemma's RG-LRU layers, float32
+# inside a float64 run, and in bfloat16 / float16 the recurrence's transition in the low dtype (its `a_t`, beyond the
+# mixed-precision policy)
+OMITTED_FINDINGS = {("recurrentgemma-rglru-torch", "rglru"): ("computes in float32 only",
+                                                              "the recurrence computes in float16"),
+                    ("recurrentgemma-rglru-jax", "rglru"): ("computes in float32 only",
+                                                            "the recurrence computes in float16"),
+                    ("recurrentgemma-rglru-jax-assoc", "rglru"): ("computes in float32 only",
+                                                                  "the recurrence computes in float16")}
 # each peer's verdict (issue 47's categories): right but not in float64 (its float64 checks at the float32 level, or
 # refused) is "conforms (float32 only)"
 VERDICTS = {("lru-pytorch", "lru"): "deviates", ("s5-pytorch", "s5"): "deviates",
@@ -40,7 +49,9 @@ VERDICTS = {("lru-pytorch", "lru"): "deviates", ("s5-pytorch", "s5"): "deviates"
             ("torch-associative-scan", "scan"): "conforms", ("recurrentgemma", "scan"): "conforms (float32 only)",
             ("mamba-ssm-ref", "scan"): "conforms (float32 only)", ("mamba-ssm", "scan"): "conforms (float32 only)",
             ("fla-hgrn-naive", "scan"): "conforms (float32 only)", ("mambapy", "scan"): "conforms",
-            ("accelerated-scan", "scan"): "conforms", ("fla-hgrn", "scan"): "conforms (float32 only)"}
+            ("accelerated-scan", "scan"): "conforms", ("fla-hgrn", "scan"): "conforms (float32 only)",
+            ("recurrentgemma-rglru-torch", "rglru"): "deviates", ("recurrentgemma-rglru-jax", "rglru"): "deviates",
+            ("recurrentgemma-rglru-jax-assoc", "rglru"): "deviates"}
 OWN_SCANS = {("linrnn-torch-scan", "scan"), ("linrnn-jax-scan", "scan")}
 
 
@@ -191,7 +202,7 @@ def test_the_committed_stored_findings_are_the_documented_ones():
         result, info, why = section.stored_finding(target, model)
         assert why == "" and info["version"] != "not recorded" and info["command"].startswith(
             f"linrnn conform {target} --model {model}") and info["date"].startswith("2026-"), (target, info)
-        words = FINDINGS.get((target, model), ())
+        words = {**FINDINGS, **OMITTED_FINDINGS}.get((target, model), ())
         deviations = [d["words"] for d in result["diagnoses"]]
         assert result["verdict"] == section.judged(result)[0] == VERDICTS[target, model], (target, model, deviations)
         assert all(any(w in d for d in deviations) for w in words), (target, model, deviations)
