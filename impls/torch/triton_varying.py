@@ -43,7 +43,8 @@ from linrnn.impls.errors import LinrnnError
 from linrnn.impls.torch.autodiff import recorded, transformed, vjp_through
 from linrnn.impls.torch.scan import chunk_length
 from linrnn.impls.torch.triton_scan import MAX_GRID, available, interpreted, triton, unavailable_reason
-from linrnn.impls.torch.varying_scan import adjoint_transitions, check_inputs, floored_exp, sequential
+from linrnn.impls.torch.varying_scan import (adjoint_gradients, adjoint_transitions, check_inputs, floored_exp,
+                                              sequential)
 
 tl = None if triton is None else triton.language
 LANES = 32                 # K: lanes per program (a power of two)
@@ -220,14 +221,8 @@ class VaryingTriton(torch.autograd.Function):
         with torch.no_grad():
             adj = chunk_scan(adjoint_transitions(log_a, ctx.reverse), grad_states.contiguous(), None, ctx.T, ctx.K,
                              not ctx.reverse)
-            a = floored_exp(log_a)
-            start = torch.zeros_like(v[:, 0]) if x0 is None else x0
-            before = torch.cat([start[:, None], states[:, :-1]], 1) if not ctx.reverse else \
-                torch.cat([states[:, 1:], start[:, None]], 1)
-            first = -1 if ctx.reverse else 0
-            grad_log_a = adj * (a * before).conj() if ctx.needs_input_grad[0] else None
-            grad_x0 = a[:, first].conj() * adj[:, first] if x0 is not None and ctx.needs_input_grad[2] else None
-        return grad_log_a, (adj if ctx.needs_input_grad[1] else None), grad_x0, None, None, None
+            found = adjoint_gradients(adj, floored_exp(log_a), v, x0, states, ctx.reverse, ctx.needs_input_grad)
+        return (*found, None, None, None)
 
 
 def scan(log_a: torch.Tensor, v: torch.Tensor, x0: torch.Tensor | None = None, *, chunk: int | None = None,

@@ -183,12 +183,25 @@ def adjoint_transitions(log_a: torch.Tensor, reverse: bool) -> torch.Tensor:
 def gradients(log_a, v, x0, states, grad_states, T: int, reverse: bool, needs) -> tuple:
     """The adjoint (module docstring) -> grad log_a, grad v, grad x0 (None where not needed)."""
     adjoint = scan(adjoint_transitions(log_a, reverse), grad_states, None, T, not reverse)    # (B L n)
-    a = floored_exp(log_a)
-    start = torch.zeros_like(v[:, 0]) if x0 is None else x0
-    before = torch.cat([start[:, None], states[:, :-1]], 1) if not reverse else \
-        torch.cat([states[:, 1:], start[:, None]], 1)                  # x_{t-1} (reverse: x_{t+1})
+    return adjoint_gradients(adjoint, floored_exp(log_a), v, x0, states, reverse, needs)
+
+
+def adjoint_gradients(adjoint, a, v, x0, states, reverse: bool, needs) -> tuple:
+    """grad log_a_t = adj_t conj(a_t x_{t-1}) (x_{-1} = x0 or 0), grad v = adj, grad x0 = conj(a_0) adj_0 (reverse: the
+    neighbour x_{t+1}, and the last position), without a shifted copy of the states.     -> three (or None)"""
     first = 0 if not reverse else -1
-    grad_log_a = adjoint * (a * before).conj() if needs[0] else None
+    grad_log_a = None
+    if needs[0]:
+        grad_log_a = torch.empty_like(adjoint)                         # a_t x_{t-1}, then conjugated, then adj_t
+        now, before = (slice(1, None), slice(None, -1)) if not reverse else (slice(None, -1), slice(1, None))
+        torch.mul(a[:, now], states[:, before], out=grad_log_a[:, now])
+        if x0 is None:
+            grad_log_a[:, first].zero_()
+        else:
+            torch.mul(a[:, first], x0, out=grad_log_a[:, first])
+        if grad_log_a.is_complex():
+            grad_log_a = grad_log_a.conj_physical_()
+        grad_log_a.mul_(adjoint)
     grad_x0 = a[:, first].conj() * adjoint[:, first] if x0 is not None and needs[2] else None
     return grad_log_a, (adjoint if needs[1] else None), grad_x0
 
