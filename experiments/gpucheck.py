@@ -378,7 +378,7 @@ def summary_lines(data: dict) -> list[str]:
             extra = f": {r['passed']}/{r['comparisons']} within tolerance, worst error/tolerance {r['worst_ratio']:.3g}"
         elif name == "kernels":
             extra = "".join(f"; {k}: " + (f"{sum(x['ok'] for x in r[k]['rows'])}/{len(r[k]['rows'])} shapes ok"
-                                          if r[k]["rows"] else r[k]["status"]) for k in ("triton", "pallas") if k in r)
+                                          if r[k]["rows"] else r[k]["status"]) for k in KERNEL_MODULES if k in r)
         elif name == "mamba":
             extra = "".join(f"; {k}: " + (f"{r[k]['passed']} pass, {r[k]['failed']} fail, {r[k]['not_applicable']} n/a"
                                           if "passed" in r[k] else r[k]["status"]) for k in MAMBA_PATHS if k in r)
@@ -396,7 +396,7 @@ def failed(data: dict) -> bool:
     """A step failed, or a check exceeded its tolerance (budget and availability are not failures)."""
     steps = data["steps"]
     cc = steps["crosscheck"]["result"]
-    kernel_rows = [row for k in ("triton", "pallas") for row in steps["kernels"]["result"].get(k, {}).get("rows", [])]
+    kernel_rows = [row for k in KERNEL_MODULES for row in steps["kernels"]["result"].get(k, {}).get("rows", [])]
     scans = [s for x in steps["bandwidth"]["result"].get("shapes", []) for s in x["scans"].values()]
     mamba = [p for k, p in steps["mamba"]["result"].items() if k in MAMBA_PATHS]
     return (any(s["status"].startswith("failed") for s in [*steps.values(), *scans, *mamba])

@@ -1,7 +1,9 @@
 """The kernel steps of `linrnn gpucheck` (experiments/gpucheck.py): (c) kernels, (d) mamba, (e) bandwidth.
 
     kernels    `triton_scan.scan` against `torch.scan.chunked` (outputs and gradients) and
-               `pallas_scan.scan` against `jax.scan.sequential`, both references in float64
+               `pallas_scan.scan` against `jax.scan.sequential`, both references in float64; the kernels with a
+               transition per position, `triton_varying.scan` and `pallas_varying.scan`, against the float64 loops
+               (`varying_scan.sequential`, PyTorch and JAX) on real transitions (the RG-LRU's)
     mamba      mamba-ssm's reference path `selective_scan_ref` and its fused CUDA kernel `selective_scan_fn`
                through the scan contract's battery of `linrnn conform` (float32, against the float64 reference
                scan), where mamba-ssm is installed; otherwise "skipped: mamba_ssm is not installed (...)"
@@ -23,7 +25,9 @@ from linrnn.impls.tolerance import compare
 
 
 GOAL_FRACTION = 0.5           # the scan's effective bandwidth / the copy's, the H200 goal (issue 13)
-KERNEL_MODULES = {"triton": "linrnn.impls.torch.triton_scan", "pallas": "linrnn.impls.jax.pallas_scan"}
+KERNEL_MODULES = {"triton": "linrnn.impls.torch.triton_scan", "pallas": "linrnn.impls.jax.pallas_scan",
+                  "triton varying": "linrnn.impls.torch.triton_varying",
+                  "pallas varying": "linrnn.impls.jax.pallas_varying"}
 
 
 class Run(Protocol):
@@ -53,7 +57,7 @@ def kernel(name: str, device: str):
         module = import_module(KERNEL_MODULES[name])
     except Exception as err:  # ImportError, or Triton / JAX failing to start: the reason is the result
         return None, f"not available: {KERNEL_MODULES[name]} does not import ({type(err).__name__}: {err})"
-    mode = {"interpret": True} if name == "pallas" and device == "cpu" else {}
+    mode = {"interpret": True} if name.startswith("pallas") and device == "cpu" else {}
     if not module.available(**mode):
         return None, f"not available: {module.unavailable_reason(**mode)}"
     return module, None
@@ -131,6 +135,62 @@ def pallas_case(module, device: str, B: int, L: int, n: int) -> dict:
     return judged(ref_y, got_y, ref_g, got_g, L, r)
 
 
+def varying_inputs(B: int, L: int, n: int, seed: int = 0):
+    """log a, v, w (B L n) and x0 (B n) float64 NumPy: real transitions in [0.5, 0.9999] (0.9999 reached), the
+    RG-LRU's case; and max a."""
+    rng = np.random.default_rng([seed, B, L, n, 1])
+    a = rng.uniform(0.5, 0.9999, (B, L, n))
+    a[..., 0] = 0.9999
+    return np.log(a), rng.standard_normal((B, L, n)), rng.standard_normal((B, L, n)), rng.standard_normal((B, n)), \
+        float(a.max())
+
+
+def triton_varying_case(module, device: str, B: int, L: int, n: int) -> dict:
+    """The Triton scan with a transition per position (float32) against `varying_scan.sequential` in float64."""
+    import torch
+    from linrnn.impls.torch.varying_scan import sequential
+
+    log_a, v, w, x0, r = varying_inputs(B, L, n)
+
+    def states_and_grads(scan, real):
+        la, vv, xx = (torch.tensor(x, dtype=real, device=device, requires_grad=True) for x in (log_a, v, x0))
+        states = scan(la, vv, xx)                                                     # (B L n)
+        (states * torch.tensor(w, dtype=real, device=device)).sum().backward()
+        grads = {"v": vv.grad, "x0": xx.grad, "log_a": la.grad}
+        return states.detach().double().cpu().numpy(), {k: g.double().cpu().numpy() for k, g in grads.items()}
+
+    ref_y, ref_g = states_and_grads(sequential, torch.float64)
+    got_y, got_g = states_and_grads(module.scan, torch.float32)
+    return judged(ref_y, got_y, ref_g, got_g, L, r)
+
+
+def pallas_varying_case(module, device: str, B: int, L: int, n: int) -> dict:
+    """The Pallas scan with a transition per position (float32), one sequence of B n lanes, against
+    `varying_scan.sequential` in float64."""
+    import jax
+    import jax.numpy as jnp
+    from linrnn.impls.jax.params import float64
+    from linrnn.impls.jax.varying_scan import sequential
+
+    log_a, v, w, x0, r = varying_inputs(B, L, n)
+    lanes = lambda a: a.transpose(1, 0, 2).reshape(L, B * n)                             # noqa: E731  -> (L, B n)
+    args = (lanes(log_a), lanes(v), x0.reshape(B * n))
+    got_scan = lambda a, b, c: module.scan(a, b, c, interpret=device == "cpu")            # noqa: E731
+
+    def states_and_grads(scan, real):
+        inputs = [jnp.asarray(a, real) for a in args]
+        states, vjp = jax.vjp(scan, *inputs)
+        g_a, g_v, g_x = vjp(jnp.asarray(lanes(w), real))
+        as64 = lambda z: np.asarray(z, dtype=np.float64)                                  # noqa: E731
+        return as64(states), {"v": as64(g_v), "x0": as64(g_x), "log_a": as64(g_a)}
+
+    with jax.default_device(crosscheck.jax_device(device)):
+        with float64():
+            ref_y, ref_g = states_and_grads(sequential, jnp.float64)
+        got_y, got_g = states_and_grads(got_scan, jnp.float32)
+    return judged(ref_y, got_y, ref_g, got_g, L, r)
+
+
 def judged(ref_y, got_y, ref_g, got_g, L: int, r: float) -> dict:
     """States (kind 'state') and each gradient part (`crosscheck.compare_gradients`), float32 rows of the table.
 
@@ -150,7 +210,8 @@ def judged(ref_y, got_y, ref_g, got_g, L: int, r: float) -> dict:
 
 def kernels_step(run: Run, result: dict) -> dict:
     """Each kernel at each shape: states and gradients against its float64 reference, with the tolerance table."""
-    cases = {"triton": triton_case, "pallas": pallas_case}
+    cases = {"triton": triton_case, "pallas": pallas_case, "triton varying": triton_varying_case,
+             "pallas varying": pallas_varying_case}
     result["not_run"] = []
     for name, case in cases.items():
         module, why = kernel(name, run.device)

@@ -74,7 +74,7 @@ def test_cpu_path_runs_every_step_and_writes_the_reports_format(cpu_run):
     cc = steps["crosscheck"]["result"]
     assert steps["crosscheck"]["status"] == "done" and cc["failed"] == 0 and cc["comparisons"] == cc["passed"] > 0
     assert cc["devices"] == {"reference": "cpu", "torch": "cpu", "jax": "cpu:0"}
-    for name in ("triton", "pallas"):
+    for name in gpukernels.KERNEL_MODULES:      # the varying kernels (issue 52) with the diagonal ones
         part = steps["kernels"]["result"][name]
         assert part["status"] == "done" and part["rows"] and all(r["ok"] for r in part["rows"]) \
             or part["status"].startswith("not available: "), part
