@@ -198,7 +198,8 @@ def _clip_level(stored: dict) -> Part | None:
         return None
     share = {m: np.mean(np.asarray(v, dtype=float), axis=0) for m, v in arms.items()}     # (clips,)
     diff = share["dlr"] - share["s4d"]
-    test = stats.one_sample(list(diff), -MARGIN_ACCURACY, "greater")
+    test = replace(stats.one_sample(list(diff), -MARGIN_ACCURACY, "greater"),
+                   name=f"one-sample t over the test clips, one-sided (above {-MARGIN_ACCURACY:g})")
     runs = _stage_runs(CONFIRMATORY)(stored, "sc10", "dlr")
     return Part("", "reproduced" if test.significant else "inconclusive",
                 f"sc10, per clip (the confirmatory runs' {len(diff)} test clips, DLR's {len(arms['dlr'])} and S4D's "

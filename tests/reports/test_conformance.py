@@ -175,7 +175,9 @@ def test_a_peer_that_cannot_run_here_shows_its_stored_finding_marked_as_stored(t
     assert "- lru-pytorch as lru: **deviates** (stored finding: LRU-pytorch 9.9, 2026-12-05, \\`linrnn conform " \
         "lru-pytorch --model lru --json F\\`): D is applied as a dense matrix, not elementwise" in md, md
     page = (tmp_path / "page" / "report.html").read_text()
-    assert 'deviates</span> (1/1) <span class="stored" title="stored finding: LRU-pytorch 9.9' in page
+    # the first screen counts the peers by verdict and names a deviating one with its stored marker
+    assert '1 deviates</span> (<span class="peer"' in page
+    assert 'lru-pytorch as lru 1/1 <span class="stored" title="stored finding: LRU-pytorch 9.9' in page
 
 
 def test_a_stored_finding_of_another_target_or_unreadable_is_no_finding(tmp_path):
