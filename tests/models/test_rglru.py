@@ -1,6 +1,7 @@
 """Is the RG-LRU (De et al. 2024, Griffin; RecurrentGemma's layer) right: its three implementations against each other
 in every mode, each side against its spec, and the reference against the equations written out again here (the
-model's other checks: tests/impls/test_varying_scan_*.py, `linrnn crosscheck`, `linrnn conform`)."""
+model's other checks: tests/impls/test_torch_varying_scan.py and test_jax_varying_scan.py, `linrnn crosscheck`,
+`linrnn conform`)."""
 
 import numpy as np
 
