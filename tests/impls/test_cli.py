@@ -78,7 +78,8 @@ def files(tmp_path):
 
 def test_unknown_model_name(cli, tmp_path):
     line = cli.error_line("params", "init", "--model", "gru", "--seed", 0, "--out", tmp_path / "p.npz")
-    assert line == "linrnn params: error: --model: expected one of rotrnn, lru, dlr, s4d, s5, attention, found 'gru'"
+    assert line == ("linrnn params: error: --model: expected one of rotrnn, lru, dlr, s4d, s5, attention, rglru, "
+                    "found 'gru'")
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -173,7 +174,7 @@ def test_console_script_prints_one_line_and_no_traceback(tmp_path):
                              "--seed", "0", "--out", str(tmp_path / "p.npz")], capture_output=True, text=True)
     assert result.returncode == 2
     assert result.stderr.strip() == ("linrnn params: error: --model: expected one of rotrnn, lru, dlr, s4d, s5, "
-                                     "attention, found 'gru'")
+                                     "attention, rglru, found 'gru'")
 
 
 def test_the_parser_loads_no_framework_or_heavy_library():

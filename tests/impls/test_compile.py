@@ -29,7 +29,7 @@ from linrnn.impls.torch import MIXERS
 pytestmark = pytest.mark.slow
 
 B, L, H, N = 2, 5, 2, 2
-KINDS = ("rotrnn", "lru", "dlr", "s4d", "s5", "attention")
+KINDS = ("rotrnn", "lru", "dlr", "s4d", "s5", "attention", "rglru")
 ROUTES = [(kind, mode) for kind in KINDS for mode in modes("torch", kind)]
 
 # (kind, mode) -> (pattern of the error of `torch.compile(..., fullgraph=True)`, pattern of the innermost user frame):
@@ -46,6 +46,8 @@ BREAKS = {
     ("dlr", "scan"): RECORDED,               # dlr.ChunkedScan's backward: autodiff.recorded
     ("s4d", "conv"): RECORDED,               # conv.DepthwiseConv's backward: autodiff.recorded
     ("s4d", "scan"): (r"Attempted to call op with non-contiguous `out=` tensor", r"scan.py, line \d+ in local_scan"),
+    ("rglru", "scan"): (r"Attempted to call op with non-contiguous `out=` tensor",
+                        r"varying_scan.py, line \d+ in scan"),
 }
 
 

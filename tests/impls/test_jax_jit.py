@@ -24,7 +24,7 @@ from linrnn.impls.tolerance import assert_close
 pytestmark = pytest.mark.slow
 
 B, L, H, N = 2, 5, 2, 2
-KINDS = ("rotrnn", "lru", "dlr", "s4d", "s5", "attention")
+KINDS = ("rotrnn", "lru", "dlr", "s4d", "s5", "attention", "rglru")
 
 
 @cache

@@ -102,7 +102,8 @@ def test_command_line(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--models", "gru"], "--models: expected a comma-separated subset of rotrnn,lru,dlr,s4d,s5,attention, found 'gru'"),
+    (["--models", "gru"],
+     "--models: expected a comma-separated subset of rotrnn,lru,dlr,s4d,s5,attention,rglru, found 'gru'"),
     (["--modes", "fast"], "--modes: expected a comma-separated subset of sequential,scan,conv,step"),
     (["--seeds", "one"], "--seeds: expected comma-separated integers, found 'one'"),
 ])
