@@ -29,7 +29,8 @@ from linrnn.impls.tolerance import assert_close, basis_scale
 
 pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)
 
-KINDS = ("rotrnn", "lru", "dlr", "s4d")
+KINDS = ("rotrnn", "lru", "dlr", "s4d")   # a route of each kind the JAX side has (S5 runs the LRU's, `lanes.py`);
+# every registered model: test_crossframework_properties.py and its tests/models file
 DTYPES = ("float32", "float64")
 # (B, L, H, N, heads): N is RotRNN's state per head; few shapes, few compiles
 PROFILES = ((1, 1, 2, 2, 1), (2, 7, 3, 4, 2))

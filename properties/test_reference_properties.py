@@ -18,7 +18,8 @@ from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.tolerance import assert_close
 
-KINDS = ("rotrnn", "lru", "dlr")
+KINDS = ("rotrnn", "lru", "dlr")   # the models whose summands `output_terms` bounds from their equations (every
+# registered model: test_crossframework_properties.py and its tests/models file)
 
 
 @st.composite

@@ -31,7 +31,8 @@ from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.tolerance import assert_close, basis_scale
 from linrnn.impls.torch import MODES, from_bundle
 
-KINDS = ("rotrnn", "lru", "dlr")
+KINDS = ("rotrnn", "lru", "dlr")   # the models whose summands `output_terms` bounds from their equations (every
+# registered model: test_crossframework_properties.py and its tests/models file)
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 COMPLEX = {"float32": torch.complex64, "float64": torch.complex128}
 seeds = st.integers(0, 2**16)

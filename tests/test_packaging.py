@@ -199,3 +199,55 @@ def test_the_package_has_a_root():
     out = subprocess.run([sys.executable, "-m", "linrnn", "--version"], capture_output=True, text=True,
                          cwd=ROOT.parent, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == f"linrnn {linrnn.__version__}", out
+
+
+def model_modules() -> dict[str, dict[str, str]]:
+    """backend -> {module name: kind} of the built-in models' own files on each side (their specs' `implementations`,
+    the class's module for "module:Class"), and the specs' own files as "specs"."""
+    from linrnn.impls import specs
+
+    found: dict[str, dict[str, str]] = {"specs": {}}
+    for kind in specs.BUILTIN:
+        spec = specs.spec(kind)
+        found["specs"][spec.config.__module__] = kind
+        for backend, where in spec.implementations.items():
+            found.setdefault(backend, {})[where.partition(":")[0]] = kind
+    return found
+
+
+def imported_submodules(path: pathlib.Path) -> set[str]:
+    """`from package import name` as package.name too (a submodule imported by name)."""
+    return {f"{node.module}.{alias.name}" for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level for alias in node.names}
+
+
+def sibling_imports(root: pathlib.Path) -> list[str]:
+    """'file imports module' for every model file that imports another model's file on its side (a shared helper
+    belongs in the side's shared modules: docs/architecture.md, "How to add a model")."""
+    found = []
+    for backend, modules in model_modules().items():
+        for module, kind in modules.items():
+            path = root.joinpath(*module.split(".")[1:]).with_suffix(".py")
+            names = imported_names(path, module.rsplit(".", 1)[0]) | imported_submodules(path)
+            others = {m for m in modules for name in names if _matches(name, (m,)) and modules[m] != kind}
+            found.extend(f"{path.relative_to(root)} imports {m} ({modules[m]}'s own file)" for m in sorted(others))
+    return found
+
+
+def test_no_model_imports_another_models_file():
+    assert len(model_modules()["torch"]) == len(model_modules()["specs"]) >= 7
+    assert sibling_imports(ROOT) == []
+
+
+def test_a_sibling_import_is_caught(tmp_path):
+    """A copy of the project's S5 reference that imports the LRU's file again: the check names it."""
+    for module in {m for modules in model_modules().values() for m in modules}:
+        target = tmp_path.joinpath(*module.split(".")[1:]).with_suffix(".py")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text((ROOT.joinpath(*module.split(".")[1:]).with_suffix(".py")).read_text())
+    s5 = tmp_path / "impls" / "reference" / "s5.py"
+    s5.write_text(s5.read_text() + "\nfrom linrnn.impls.reference.lru import eigenvalues\n")
+    s4d = tmp_path / "impls" / "jax" / "s4d.py"
+    s4d.write_text(s4d.read_text() + "\nfrom linrnn.impls.jax import dlr\n")
+    assert sibling_imports(tmp_path) == ["impls/reference/s5.py imports linrnn.impls.reference.lru (lru's own file)",
+                                         "impls/jax/s4d.py imports linrnn.impls.jax.dlr (dlr's own file)"]

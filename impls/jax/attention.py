@@ -69,7 +69,7 @@ def full(cfg: AttentionConfig, q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, l
     """The masked (B heads L L) scores and one softmax.     q (scaled), k, v (B heads L d) -> (B heads L d)"""
     pos = np.arange(q.shape[2])
     ok = allowed(cfg, pos[:, None], pos[None, :]) & unpadded(pos[:, None], pos[None, :], lengths)
-    scores = jnp.where(ok, q @ jnp.swapaxes(k, -1, -2), -jnp.inf)
+    scores = jnp.where(ok, q @ jnp.swapaxes(k, -1, -2), jnp.asarray(-np.inf, q.dtype))   # no f64 literal
     return jax.nn.softmax(scores, axis=-1) @ v
 
 
@@ -103,7 +103,7 @@ def chunked(cfg: AttentionConfig, q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray
         kpos = shift_blocks(pos, o, -1, 0)
         ok = allowed(cfg, pos[:, :, None], kpos[:, None, :]) & (kpos >= 0)[:, None, :] & (kpos < L)[:, None, :]
         ok = ok & unpadded(pos[:, :, None], kpos[:, None, :], lengths)       # (nb b b) or (B 1 nb b b)
-        s = jnp.where(ok, q @ jnp.swapaxes(k_o, -1, -2), -jnp.inf)           # (B n nb b b)
+        s = jnp.where(ok, q @ jnp.swapaxes(k_o, -1, -2), jnp.asarray(-np.inf, q.dtype))   # (B n nb b b)
         if o == 0:                                                           # each query sees itself: m is finite
             m = jnp.max(s, axis=-1, keepdims=True)
             p = jnp.exp(s - m)

@@ -5,7 +5,8 @@
     y_t      = Re(C x_t) + D * u_t,                               C = C_re + i C_im
     bidirectional:  y_t += Re(C_rev x_bwd_t),  x_bwd_t = lambda x_bwd_{t+1} + exp(gamma_log) B u_t
 
-Routes per mode (`scan.py`, `diagonal.py`); the state is the reference's, (N,) complex per sequence:
+Routes per mode (`scan.py`, `diagonal.py`); the state is the reference's, (N,) complex per sequence (its
+functions: `lanes.py`):
 
 * `sequential`: `lax.scan` over the complex lanes;
 * `scan`: the layer over time in blocks (`diagonal.run`, `scan.blocked`): a backward that re-runs one
@@ -26,6 +27,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from linrnn.impls.jax import diagonal
+from linrnn.impls.jax.lanes import STATE_IS_COMPLEX, from_native, run, state_shape, step, to_native  # noqa: F401
 from linrnn.impls.specs.lru import LRUConfig
 
 Params = Mapping[str, jnp.ndarray]
@@ -37,30 +39,3 @@ def materialise(p: Params, cfg: LRUConfig) -> diagonal.Diagonal:
     gamma = jnp.exp(p["gamma_log"])[:, None]                                   # (N 1)
     rev = (p["C_re_rev"], p["C_im_rev"]) if cfg.bidirectional else (None, None)
     return diagonal.Diagonal(log_lam, gamma * p["B_re"], gamma * p["B_im"], p["C_re"], p["C_im"], p["D"], *rev)
-
-
-def state_shape(cfg: LRUConfig) -> tuple[int, ...]:
-    """The state of one sequence in the reference's convention: (N,) complex."""
-    return (cfg.d_state,)
-
-
-STATE_IS_COMPLEX = True
-
-
-def to_native(sys: diagonal.Diagonal, x: jnp.ndarray) -> jnp.ndarray:
-    """The reference's state is the lanes themselves.     (N,) -> (N,)"""
-    return x
-
-
-def from_native(sys: diagonal.Diagonal, z: jnp.ndarray) -> jnp.ndarray:
-    return z
-
-
-def run(sys: diagonal.Diagonal, cfg: LRUConfig, u: jnp.ndarray, z0: jnp.ndarray, mode: str):
-    """One sequence.     u (L H), z0 (N,) complex -> y (L H), z_L (N,)"""
-    return diagonal.run(sys, u, z0, mode, cfg.bidirectional)
-
-
-def step(sys: diagonal.Diagonal, cfg: LRUConfig, u_t: jnp.ndarray, z: jnp.ndarray):
-    """One position.     u_t (H,), z (N,) -> y_t (H,), z (N,)"""
-    return diagonal.step(sys, u_t, z)

@@ -9,15 +9,15 @@
 
 Routes per mode (`run_batch`: the whole batch; `sequential` vmapped over it, `scan` and `conv` on it). The recurrence runs on H N
 complex lanes, lane (h, n) fed by u_{t,h}: DLR's recurrence with eigenvalues per channel, so the `scan`
-and `conv` routes are DLR's (`dlr.py`), given S4D's (H N) eigenvalues and C~ as the read-out weights:
+and `conv` routes are DLR's (`depthwise.py`, which both run), given S4D's (H N) eigenvalues and C~ as the read-out weights:
 
 * `sequential`: `scan.sequential` (`lax.scan`) on the lanes, then the read-out Re(sum_n C~ x) (the naive
   path, differentiated by plain autodiff: it keeps the (L H N) trajectory);
-* `scan`: `dlr.chunkwise`: chunks of T positions (a T x T Toeplitz product inside, the (H N) state carried
+* `scan`: `depthwise.chunkwise`: chunks of T positions (a T x T Toeplitz product inside, the (H N) state carried
   across), over time in blocks whose forward the backward recomputes (`scan.blocked`). It replaced the
   associative scan on the H N lanes, whose training step kept (L H N) complex arrays: XLA's account at
   B = 8, L = 4096, H = N = 128 fell from 1,796 to 9.6 B L H 4 bytes (4.05 at L = 65536; docs/speed.md);
-* `conv`: the kernel K (L H) by `dlr.kernel` (blocks of lags, each block's powers exp(l dt A)
+* `conv`: the kernel K (L H) by `depthwise.kernel` (blocks of lags, each block's powers exp(l dt A)
   recomputed in the backward) and a zero-padded real FFT (`scan.causal_fft_conv`), plus the free
   response Re(C~ lambda^(t+1) x0) of the initial state the same way; the final state
   sum_s lambda^(L-1-s) u_s + lambda^L x0 in blocks of lags too;
@@ -35,8 +35,8 @@ import jax.numpy as jnp
 from jax import lax
 
 from linrnn.impls.specs.s4d import S4DConfig
-from linrnn.impls.jax import dlr, scan
-from linrnn.impls.jax.dlr import STATE_IS_COMPLEX, from_native, state_shape, to_native  # noqa: F401  (DLR's (H, N) state)
+from linrnn.impls.jax import depthwise, scan
+from linrnn.impls.jax.depthwise import STATE_IS_COMPLEX, from_native, state_shape, to_native  # noqa: F401  ((H, N) state)
 from linrnn.impls.jax.scan import exponents, powers
 
 Params = Mapping[str, jnp.ndarray]
@@ -85,7 +85,7 @@ def sequential(sys: S4DSystem, cfg: S4DConfig, u: jnp.ndarray, x0: jnp.ndarray):
     states = _lanes(scan.sequential, sys.log_lam, u, x0)                    # (L H N)
     y = _read_out(sys.C, states) + sys.D * u
     if cfg.bidirectional:
-        backward = _lanes(scan.sequential, sys.log_lam, dlr._backward_inputs(u)[::-1], jnp.zeros_like(x0))[::-1]
+        backward = _lanes(scan.sequential, sys.log_lam, depthwise.backward_inputs(u)[::-1], jnp.zeros_like(x0))[::-1]
         y = y + _read_out(sys.C_rev, backward)
     return y, states[-1]
 
@@ -96,7 +96,7 @@ def chunkwise(sys: S4DSystem, cfg: S4DConfig, u: jnp.ndarray, x0: jnp.ndarray):
     u (B L H), x0 (B H N) -> y (B L H), x_L (B H N)
     """
     rev = (sys.C_rev.real, sys.C_rev.imag) if cfg.bidirectional else None
-    return dlr.chunkwise(sys.log_lam, (sys.C.real, sys.C.imag), rev, sys.D, u, x0)
+    return depthwise.chunkwise(sys.log_lam, (sys.C.real, sys.C.imag), rev, sys.D, u, x0)
 
 
 # -- the kernel view ------------------------------------------------------------------------------
@@ -107,7 +107,7 @@ def _final_state(log_lam: jnp.ndarray, u: jnp.ndarray, x0: jnp.ndarray) -> jnp.n
     u (B L H), x0 (B H N) -> (B H N)
     """
     B, L, H = u.shape
-    size = min(dlr.kernel_chunk(log_lam), L)
+    size = min(depthwise.kernel_chunk(log_lam), L)
     n_blocks = -(-L // size)
     lagged = jnp.pad(u[:, ::-1], ((0, 0), (0, n_blocks * size - L), (0, 0)))   # (B L' H)  u_{L-1-l} at lag l
 
@@ -122,20 +122,20 @@ def _final_state(log_lam: jnp.ndarray, u: jnp.ndarray, x0: jnp.ndarray) -> jnp.n
 
 
 def conv(sys: S4DSystem, cfg: S4DConfig, u: jnp.ndarray, x0: jnp.ndarray):
-    """The kernel by FFT (`dlr.convolve`) and the free response of x0.     u (B L H), x0 (B H N) complex
+    """The kernel by FFT (`depthwise.convolve`) and the free response of x0.     u (B L H), x0 (B H N) complex
     -> y (B L H), x_L (B H N)
 
-    The kernel K_l and the free response Re(C~ lambda^(t+1) x0) are `dlr.kernel` with S4D's (H N) eigenvalues,
+    The kernel K_l and the free response Re(C~ lambda^(t+1) x0) are `depthwise.kernel` with S4D's (H N) eigenvalues,
     in blocks of lags (no (L H N) array of powers, whose autodiff kept it for the backward); one kernel for the
     batch.
     """
     L = u.shape[1]
 
     def taps(C, start=0):
-        return dlr.kernel(sys.log_lam, C.real, C.imag, L, start)            # (L H), or (B L H) for C (B H N)
+        return depthwise.kernel(sys.log_lam, C.real, C.imag, L, start)            # (L H), or (B L H) for C (B H N)
 
     K_rev = taps(sys.C_rev) if cfg.bidirectional else None
-    y = dlr.convolve(taps(sys.C), K_rev, u) + sys.D * u + taps(sys.C * x0, 1)
+    y = depthwise.convolve(taps(sys.C), K_rev, u) + sys.D * u + taps(sys.C * x0, 1)
     return y, _final_state(sys.log_lam, u, x0)
 
 

@@ -9,7 +9,7 @@
 Once discretised, S5 is the LRU's system (`lru.py`): log lambda = Lambda Delta (zoh) or
 2 atanh(Delta Lambda / 2) (bilinear), B = B_bar, C = 2 C~. So the routes per mode (the associative
 scan with its own VJP, the Pallas kernel on a GPU, the state-domain FFT, `step`) and the state, (N,)
-complex per sequence, are the LRU's, used from there.
+complex per sequence, are the LRU's (`lanes.py`, as the LRU's own).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from linrnn.impls.jax import diagonal
-from linrnn.impls.jax.lru import STATE_IS_COMPLEX, from_native, run, state_shape, step, to_native  # noqa: F401
+from linrnn.impls.jax.lanes import STATE_IS_COMPLEX, from_native, run, state_shape, step, to_native  # noqa: F401
 from linrnn.impls.specs.s5 import S5Config
 
 Params = Mapping[str, jnp.ndarray]

@@ -16,7 +16,7 @@ once with `jax.vmap`. Routes with one signature `(log_lam, v, x0) -> states`:
   positions. It was S4D's `scan` mode on its H N lanes until that mode moved to DLR's chunkwise route
   (`s4d.py`); no layer mode runs it on a CPU now, and it stays as the CPU twin of the Pallas kernel's VJP,
   checked in tests/impls/test_jax_scan_vjp.py;
-* `blocked`: not a route but the `scan` mode of RotRNN, LRU, S5 (`diagonal.run`), DLR and S4D (`dlr.chunkwise`,
+* `blocked`: not a route but the `scan` mode of RotRNN, LRU, S5 (`diagonal.run`), DLR and S4D (`depthwise.chunkwise`,
   on the whole batch: `axis=1`): the whole layer
   (projection, recurrence, read-out) over time in blocks, a `jax.custom_vjp` whose backward re-runs one
   block at a time from the state saved at its start; inside a block `block_scan` (`lax.scan` on a CPU,

@@ -22,7 +22,7 @@ import numpy as np
 
 from linrnn.impls.checks import check_kernel_view
 from linrnn.impls.reference.conv import anticausal_conv, causal_conv
-from linrnn.impls.segments import starts
+from linrnn.impls.reference.recurrence import depthwise_recurrence
 from linrnn.impls.specs.dlr import DLRConfig
 
 Params = Mapping[str, np.ndarray]
@@ -57,32 +57,6 @@ def sequential(p: Params, cfg: DLRConfig, u: np.ndarray, x0: np.ndarray | None =
     check_kernel_view(cfg, "sequential", u.shape[1], x0 is not None)
     W_rev = output_weights(p, "_rev") if cfg.bidirectional else None
     return depthwise_recurrence(eigenvalues(p), output_weights(p), W_rev, p["D"], u, x0, segments)
-
-
-def depthwise_recurrence(lam: np.ndarray, W: np.ndarray, W_rev: np.ndarray | None, D: np.ndarray, u: np.ndarray,
-                         x0: np.ndarray | None, segments: np.ndarray | None = None):
-    """x_{t,h,n} = lambda_{(h,)n} x_{t-1,h,n} + u_{t,h},  y_{t,h} = Re(sum_n W_{h,n} x_{t,h,n}) + D_h u_{t,h}
-    (+ Re(sum_n W_rev_{h,n} z_{t,h,n}), z the future-only backward state), one step at a time; with packed
-    sequences x restarts where a segment begins, and z is 0 at a segment's last position.
-
-    lam (N,) or (H N) complex; W, W_rev (H N) complex; u (B L H) -> y (B L H), x_L (B H N) complex
-    """
-    B, L, H = u.shape
-    begins = np.zeros((B, L), dtype=bool) if segments is None else starts(segments)
-    x = np.zeros((B, H, W.shape[1]), dtype=np.complex128) if x0 is None else x0
-    y = np.empty((B, L, H))
-    for t in range(L):
-        x = np.where(begins[:, t, None, None], 0, lam * x) + u[:, t, :, None]     # (B H N)
-        y[:, t] = np.einsum("hn,bhn->bh", W, x).real
-    y = y + D * u
-    if W_rev is not None:
-        # z_t = sum_{j>=0} lambda^j u_{t+1+j} = u_{t+1} + lambda z_{t+1}, z_{L-1} = 0 (and 0 where t + 1 begins
-        # another segment)
-        z = np.zeros((B, H, W.shape[1]), dtype=np.complex128)
-        for t in range(L - 2, -1, -1):
-            z = np.where(begins[:, t + 1, None, None], 0, lam * z + u[:, t + 1, :, None])
-            y[:, t] += np.einsum("hn,bhn->bh", W_rev, z).real
-    return y, x
 
 
 def conv(p: Params, cfg: DLRConfig, u: np.ndarray, segments: np.ndarray | None = None) -> np.ndarray:

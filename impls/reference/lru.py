@@ -18,6 +18,7 @@ from typing import Mapping
 import numpy as np
 
 from linrnn.impls.reference.conv import anticausal_conv, causal_conv, resets
+from linrnn.impls.reference.recurrence import diagonal_scan
 from linrnn.impls.specs.lru import LRUConfig
 
 Params = Mapping[str, np.ndarray]
@@ -38,20 +39,6 @@ def output_matrix(p: Params, suffix: str = "") -> np.ndarray:
     return p["C_re" + suffix] + 1j * p["C_im" + suffix]
 
 
-def _scan(lam: np.ndarray, inputs: np.ndarray, x0: np.ndarray, reset: np.ndarray | None = None) -> np.ndarray:
-    """x_t = lambda * x_{t-1} + inputs_t (x_t = inputs_t where reset_t).     inputs (B L N) complex -> states (B L N)
-
-    reset (B L) bool or None: where a packed segment begins (`linrnn.impls.segments`).
-    """
-    states = np.empty_like(inputs)
-    x = x0
-    for t in range(inputs.shape[1]):
-        carry = lam * x if reset is None else np.where(reset[:, t, None], 0, lam * x)
-        x = carry + inputs[:, t]
-        states[:, t] = x
-    return states
-
-
 def sequential(p: Params, cfg: LRUConfig, u: np.ndarray, x0: np.ndarray | None = None,
                segments: np.ndarray | None = None):
     """The recurrence, one step at a time.
@@ -66,10 +53,10 @@ def sequential(p: Params, cfg: LRUConfig, u: np.ndarray, x0: np.ndarray | None =
     if x0 is None:
         x0 = np.zeros((u.shape[0], cfg.d_state), dtype=np.complex128)
     forward, backward = resets(segments)
-    states = _scan(lam, inputs, x0, forward)                        # (B L N)
+    states = diagonal_scan(lam, inputs, x0, forward)                # (B L N)
     y = (states @ output_matrix(p).T).real + p["D"] * u             # (B L H)
     if cfg.bidirectional:
-        backward = _scan(lam, inputs[:, ::-1], np.zeros_like(x0), backward)[:, ::-1]
+        backward = diagonal_scan(lam, inputs[:, ::-1], np.zeros_like(x0), backward)[:, ::-1]
         y = y + (backward @ output_matrix(p, "_rev").T).real
     return y, states[:, -1]
 
@@ -77,7 +64,7 @@ def sequential(p: Params, cfg: LRUConfig, u: np.ndarray, x0: np.ndarray | None =
 def trajectory(p: Params, cfg: LRUConfig, u: np.ndarray) -> np.ndarray:
     """Every forward state x_1..x_L (for state-norm studies).     u (B L H) -> (B L N) complex"""
     x0 = np.zeros((u.shape[0], cfg.d_state), dtype=np.complex128)
-    return _scan(eigenvalues(p), u @ input_matrix(p).T, x0)
+    return diagonal_scan(eigenvalues(p), u @ input_matrix(p).T, x0)
 
 
 def kernel(p: Params, length: int, suffix: str = "") -> np.ndarray:

@@ -24,7 +24,7 @@ from typing import Mapping
 import numpy as np
 
 from linrnn.impls.reference.conv import anticausal_conv, causal_conv
-from linrnn.impls.reference.dlr import depthwise_recurrence
+from linrnn.impls.reference.recurrence import depthwise_recurrence
 from linrnn.impls.specs.s4d import S4DConfig
 
 Params = Mapping[str, np.ndarray]
@@ -64,7 +64,7 @@ def sequential(p: Params, cfg: S4DConfig, u: np.ndarray, x0: np.ndarray | None =
     -> y (B L H), x_L (B H N) complex
     """
     C_rev = output_weights(p, "_rev") if cfg.bidirectional else None
-    return depthwise_recurrence(eigenvalues(p), output_weights(p), C_rev, p["D"], u, x0, segments)   # DLR's loop
+    return depthwise_recurrence(eigenvalues(p), output_weights(p), C_rev, p["D"], u, x0, segments)   # DLR's loop (`recurrence.py`)
 
 
 def conv(p: Params, cfg: S4DConfig, u: np.ndarray, segments: np.ndarray | None = None) -> np.ndarray:

@@ -29,7 +29,7 @@ from typing import Mapping
 import numpy as np
 
 from linrnn.impls.reference.conv import anticausal_conv, causal_conv, resets
-from linrnn.impls.reference.lru import _scan     # the diagonal recurrence x_t = lambda * x_{t-1} + v_t
+from linrnn.impls.reference.recurrence import diagonal_scan     # x_t = lambda * x_{t-1} + v_t
 from linrnn.impls.specs.s5 import S5Config
 
 Params = Mapping[str, np.ndarray]
@@ -76,10 +76,10 @@ def sequential(p: Params, cfg: S5Config, u: np.ndarray, x0: np.ndarray | None = 
     if x0 is None:
         x0 = np.zeros((u.shape[0], cfg.d_state), dtype=np.complex128)
     forward, backward = resets(segments)
-    states = _scan(lam, inputs, x0, forward)                        # (B L N)
+    states = diagonal_scan(lam, inputs, x0, forward)                # (B L N)
     y = 2 * (states @ output_matrix(p).T).real + p["D"] * u         # (B L H)
     if cfg.bidirectional:
-        backward = _scan(lam, inputs[:, ::-1], np.zeros_like(x0), backward)[:, ::-1]
+        backward = diagonal_scan(lam, inputs[:, ::-1], np.zeros_like(x0), backward)[:, ::-1]
         y = y + 2 * (backward @ output_matrix(p, "_rev").T).real
     return y, states[:, -1]
 

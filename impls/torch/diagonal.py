@@ -121,10 +121,29 @@ def zero_state(f: DiagonalForm, batch: int) -> torch.Tensor:
     return torch.zeros(batch, f.lanes, 2, dtype=f.D.dtype, device=f.D.device)
 
 
+def pairs(re: torch.Tensor, im: torch.Tensor, dim: int) -> torch.Tensor:
+    """Interleave re and im along `dim` (re[0], im[0], re[1], im[1], ...): a complex projection's rows or columns as
+    the form's real pairs (`W_in`, `W_out`)."""
+    return torch.stack([re, im], dim=dim + 1).flatten(dim, dim + 1)
+
+
+def lanes_to_native(self: "DiagonalMixer", f: DiagonalForm, state: torch.Tensor, batch: int) -> torch.Tensor:
+    """A `to_native` for a mixer whose state is its complex lanes themselves (LRU, S5): x (B n) complex -> pairs
+    (B n 2)."""
+    self.check_state(state, (batch, f.lanes), scans.complex_dtype(self.dtype))
+    return torch.view_as_real(state.resolve_conj())
+
+
+def lanes_from_native(self: "DiagonalMixer", f: DiagonalForm, x: torch.Tensor) -> torch.Tensor:
+    """The `from_native` beside `lanes_to_native`: pairs (B n 2) -> x (B n) complex."""
+    return torch.view_as_complex(x.contiguous())
+
+
 class DiagonalMixer(Mixer):
     """A mixer that materialises into a `DiagonalForm` (RotRNN, LRU): every view comes from this module.
 
-    A subclass defines `config_type`, `materialise` and the state conversions (`to_native`, `from_native`).
+    A subclass defines `config_type`, `materialise` and the state conversions (`to_native`, `from_native`; a state
+    that is the complex lanes themselves: `lanes_to_native`, `lanes_from_native`).
     """
 
     autocast_modes = ("scan",)            # the projections of `layer_scan` in bf16 under autocast

@@ -25,8 +25,7 @@ import torch
 
 from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.torch import diagonal
-from linrnn.impls.torch.diagonal import DiagonalForm
-from linrnn.impls.torch.scan import complex_dtype
+from linrnn.impls.torch.diagonal import DiagonalForm, lanes_from_native, lanes_to_native, pairs
 
 
 # -- materialise the raw parameters -------------------------------------------------------------
@@ -34,11 +33,6 @@ from linrnn.impls.torch.scan import complex_dtype
 def log_eigenvalues(nu_log: torch.Tensor, theta_log: torch.Tensor) -> torch.Tensor:
     """log lambda_j = -exp(nu_log_j) + i exp(theta_log_j).     (N,) -> (N,) complex"""
     return torch.complex(-torch.exp(nu_log), torch.exp(theta_log))
-
-
-def pairs(re: torch.Tensor, im: torch.Tensor, dim: int) -> torch.Tensor:
-    """Interleave re and im along `dim` (re[0], im[0], re[1], im[1], ...)."""
-    return torch.stack([re, im], dim=dim + 1).flatten(dim, dim + 1)
 
 
 def materialise(layer: "LRU") -> DiagonalForm:
@@ -59,11 +53,5 @@ class LRU(diagonal.DiagonalMixer):
 
     materialise = materialise
 
-    def to_native(self, f: DiagonalForm, state: torch.Tensor, batch: int) -> torch.Tensor:
-        """x (B N) complex -> pairs (B N 2)."""
-        self.check_state(state, (batch, self.config.d_state), complex_dtype(self.dtype))
-        return torch.view_as_real(state.resolve_conj())
-
-    def from_native(self, f: DiagonalForm, x: torch.Tensor) -> torch.Tensor:
-        """pairs (B N 2) -> x (B N) complex."""
-        return torch.view_as_complex(x.contiguous())
+    to_native = lanes_to_native      # the state is the lanes: x (B N) complex <-> pairs (B N 2)
+    from_native = lanes_from_native

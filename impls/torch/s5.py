@@ -26,8 +26,7 @@ import torch
 
 from linrnn.impls.specs.s5 import S5Config
 from linrnn.impls.torch import diagonal
-from linrnn.impls.torch.diagonal import DiagonalForm
-from linrnn.impls.torch.lru import LRU, pairs
+from linrnn.impls.torch.diagonal import DiagonalForm, lanes_from_native, lanes_to_native, pairs
 
 
 # -- materialise the raw parameters -------------------------------------------------------------
@@ -63,5 +62,5 @@ class S5(diagonal.DiagonalMixer):
     config_type = S5Config
 
     materialise = materialise
-    to_native = LRU.to_native          # the state is the LRU's: x (B N) complex <-> pairs (B N 2)
-    from_native = LRU.from_native
+    to_native = lanes_to_native        # the state is the lanes, as the LRU's: x (B N) complex <-> pairs (B N 2)
+    from_native = lanes_from_native

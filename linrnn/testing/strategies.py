@@ -59,6 +59,15 @@ def _variants(kind: str) -> dict[str, tuple]:
     return dict(VARIANTS.get(kind, {}))
 
 
+def _accepts(cls: type, fields: dict[str, Any]) -> bool:
+    """Whether the config class takes these fields (the others at their defaults)."""
+    try:
+        cls(**fields)
+    except LinrnnError:
+        return False
+    return True
+
+
 @st.composite
 def _config(draw, kind: str, fixed: dict[str, Any]):
     cls = _kinds()[kind]
@@ -78,8 +87,10 @@ def _config(draw, kind: str, fixed: dict[str, Any]):
         fields["bidirectional"] = draw(_as_strategy(fixed.get("bidirectional", st.booleans())))
     for name, values in _variants(kind).items():
         if name in names and name not in fields:
-            choices = [v for v in values if name != "blocks" or fields["d_state"] % v == 0]
-            fields[name] = draw(_as_strategy(fixed.get(name, st.sampled_from(choices))))
+            # the choices the config accepts at the sizes drawn (S5's blocks divide d_state, the RG-LRU's d_model)
+            choices = [v for v in values if _accepts(cls, {**fields, name: v})]
+            if name in fixed or choices:
+                fields[name] = draw(_as_strategy(fixed.get(name, st.sampled_from(choices))))
     for name, value in fixed.items():
         if name not in fields:
             fields[name] = draw(_as_strategy(value))

@@ -14,7 +14,7 @@ from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
 
 B, L, H, N = 2, 256, 16, 16
-CONFIGS = {
+CONFIGS = {   # the three papers' models at one size (the reference is timed as an oracle, not compared)
     "rotrnn": RotRNNConfig(d_model=H, d_state=8, heads=N // 8),
     "lru": LRUConfig(d_model=H, d_state=N),
     "dlr": DLRConfig(d_model=H, d_state=N),

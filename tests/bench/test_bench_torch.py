@@ -21,7 +21,7 @@ SECONDS_PER_TEST = 4.0
 
 @pytest.mark.bench
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("kind", ["rotrnn", "lru", "dlr"])
+@pytest.mark.parametrize("kind", ["rotrnn", "lru", "dlr"])   # docs/speed.md's table: the three papers' models
 def test_torch_forward(benchmark, kind, mode):
     forward, info = make_forward(kind, mode, B, L, H, N, heads=HEADS, dtype="float32")
     start = time.perf_counter()
@@ -95,7 +95,7 @@ def _yardstick(part):
 
 @pytest.mark.bench
 @pytest.mark.parametrize("part", [*DIAGONAL_PARTS, "GEMM floor", "s5-pytorch"])
-@pytest.mark.parametrize("kind", ["rotrnn", "lru"])
+@pytest.mark.parametrize("kind", ["rotrnn", "lru"])   # the two layers docs/speed.md times by parts
 def test_torch_diagonal_forward_parts(benchmark, kind, part):
     """RotRNN's and LRU's `scan` forward, its projections and copies, its two products and its recurrence alone,
     block by block as the layer runs them, beside the GEMM floor and s5-pytorch: the measurement behind

@@ -50,6 +50,7 @@ def routes(backend: str):
     for kind in RECURRENT_KINDS + ("attention",):
         for mode in modes(backend, kind):
             out.append((kind, mode, False))
+            # bidirectional where the backward pass is code of its own (S4D and S5 run DLR's and the LRU's)
             if mode not in ("step",) and kind in ("rotrnn", "lru", "dlr", "attention"):
                 out.append((kind, mode, True))
     return out
@@ -280,7 +281,7 @@ def test_jax_second_derivatives_of_every_route(kind, mode, bidirectional):
 @pytest.mark.parametrize("kind", ["lru", "s4d"])
 def test_jax_second_derivatives_of_a_wrong_adjoint_are_caught(kind):
     """Planted in the `scan` mode's custom_vjp, `scan.blocked`'s (LRU, RotRNN, S5 through `diagonal.run`; DLR and S4D
-    through `dlr.chunkwise`): the backward's outputs lose their dependence on the cotangent (a constant instead)."""
+    through `depthwise.chunkwise`): the backward's outputs lose their dependence on the cotangent (a constant instead)."""
     function, forward, backward = (getattr(scan_module, f"_blocks{part}") for part in ("", "_forward", "_backward"))
     function.defvjp(forward, lambda *a: backward(*a[:-1], jax.lax.stop_gradient(a[-1])))
     try:

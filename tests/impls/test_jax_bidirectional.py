@@ -28,7 +28,7 @@ from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.tolerance import assert_close
 
 MODES = ("scan", "sequential", "conv")          # `step` streams: a bidirectional layer has none
-BIDIRECTIONAL = {
+BIDIRECTIONAL = {   # the two equations of the docstring; S4D, S5: DLR's and the LRU's (tests/models/ cross-check them)
     "rotrnn": RotRNNConfig(d_model=3, d_state=4, heads=2, gamma_max=0.9999, bidirectional=True),
     "lru": LRUConfig(d_model=3, d_state=5, r_min=0.5, r_max=0.9999, bidirectional=True),
     "dlr": DLRConfig(d_model=3, d_state=4, dt_min=2e-4, dt_max=1.0, bidirectional=True),

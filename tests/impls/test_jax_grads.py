@@ -27,6 +27,8 @@ from linrnn.impls.tolerance import assert_close
 pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)
 
 L = 5
+# one case per JAX route family: `diagonal.run` (RotRNN, LRU; S5 below) and `depthwise.chunkwise` (DLR, S4D);
+# attention and the RG-LRU: tests/models/, tests/impls/test_derivatives.py, as any model added later
 CONFIGS = {
     "rotrnn": RotRNNConfig(d_model=2, d_state=4, heads=1, gamma_max=0.99),  # N = 2 would make P cancel
     "lru": LRUConfig(d_model=2, d_state=2, r_min=0.5, r_max=0.99),

@@ -14,10 +14,11 @@ import mpmath
 import numpy as np
 import pytest
 
-from linrnn.impls.config import ModelConfig
+from linrnn.impls import specs
+from linrnn.impls.config import ModelConfig, mixer_config, modes
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.init import init
-from linrnn.impls.jax import apply_bundle, dlr, from_bundle, layer, model, s4d, s5
+from linrnn.impls.jax import apply_bundle, depthwise, dlr, from_bundle, layer, model, s4d, s5
 from linrnn.impls.reference import apply_mixer, s4d as ref_s4d, s5 as ref_s5, spectral_radius
 from linrnn.impls.specs.dlr import DLRConfig
 from linrnn.impls.specs.lru import LRUConfig
@@ -27,6 +28,7 @@ from linrnn.impls.specs.s5 import S5Config
 from linrnn.impls.tolerance import assert_close
 
 rng = np.random.default_rng(0)
+# small cases of the built-in models with a state size (a model added later: its spec's sizes, `mixer_config`)
 SMALL = {"rotrnn": RotRNNConfig(d_model=2, d_state=2, heads=2), "lru": LRUConfig(d_model=2, d_state=3),
          "dlr": DLRConfig(d_model=2, d_state=3), "s4d": S4DConfig(d_model=2, d_state=3),
          "s5": S5Config(d_model=2, d_state=4)}
@@ -42,7 +44,7 @@ def strict_dtype_promotion():
 
 @pytest.mark.parametrize("bidirectional", [False, True])
 def test_dlr_chunkwise_scan_over_several_chunks_with_a_padded_tail(bidirectional):
-    L = 2 * dlr.CHUNK + 5
+    L = 2 * depthwise.CHUNK + 5
     cfg = DLRConfig(d_model=2, d_state=3, bidirectional=bidirectional, dt_min=1e-3, dt_max=0.1)
     bundle = init(cfg, 3)
     u = rng.standard_normal((2, L, 2))
@@ -57,7 +59,7 @@ def test_dlr_chunkwise_scan_over_several_chunks_with_a_padded_tail(bidirectional
 
 @pytest.mark.parametrize("bidirectional", [False, True])
 def test_dlr_kernel_computed_in_blocks_past_one_block(bidirectional):
-    L = dlr.KERNEL_CHUNK + 45
+    L = depthwise.KERNEL_CHUNK + 45
     cfg = DLRConfig(d_model=2, d_state=3, bidirectional=bidirectional)
     bundle = init(cfg, 4)
     u = rng.standard_normal((1, L, 2))
@@ -115,18 +117,22 @@ def test_rotrnn_with_unit_normal_M_matches_a_40_digit_oracle():
 
 # -- dtypes -----------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", list(SMALL))
+@pytest.mark.parametrize("kind", specs.kinds())
 def test_float32_runs_compute_in_float32_throughout(kind):
-    """No float64 or complex128 value anywhere in the traced program of any mode."""
-    cfg = SMALL[kind]
+    """No float64 or complex128 value anywhere in the traced program of any mode (the built-in models at `SMALL`,
+    another at its spec's sizes H = 2, N = 3)."""
+    cfg = SMALL[kind] if kind in SMALL else mixer_config(kind, 2, 3, heads=1)
     params = from_bundle(init(cfg, 0), "float32")
     u = jnp.asarray(rng.standard_normal((1, 3, 2)), dtype=jnp.float32)
-    for mode in layer.MODES:
+    spec = specs.spec(kind)
+    state_dtype = None if not spec.stateful else \
+        jnp.complex64 if spec.state(cfg)[1].startswith("complex") else jnp.float32
+    for mode in modes("jax", kind):
         program = jax.make_jaxpr(lambda p, u: layer.apply(p, cfg, u, mode))(params, u)
         assert "f64" not in str(program) and "c128" not in str(program), f"{kind} {mode}: a 64-bit value"
         y, *state = program.out_avals   # no state from DLR's conv
         assert y.dtype == jnp.float32
-        assert all(s.dtype == (jnp.float32 if kind == "rotrnn" else jnp.complex64) for s in state)
+        assert all(s.dtype == state_dtype for s in jax.tree_util.tree_leaves(state) if s.dtype != jnp.bool_)
 
 
 def test_rotrnn_normalisation_keeps_float64_precision_as_gamma_nears_1():
@@ -243,7 +249,7 @@ def test_states_of_the_wrong_shape_or_kind_are_refused():
         layer.step(params, SMALL["rotrnn"], u)
 
 
-@pytest.mark.parametrize("kind", ["rotrnn", "lru", "dlr"])
+@pytest.mark.parametrize("kind", [k for k in specs.recurrent_kinds() if {"scan", "sequential"} <= set(modes("jax", k))])
 def test_apply_system_is_apply_from_the_materialised_system(kind):
     """The cross-check differentiates `materialise` and `apply_system` apart: together they must be `apply`."""
     from linrnn.impls.config import mixer_config

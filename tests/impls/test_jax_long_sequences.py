@@ -25,6 +25,7 @@ def strict_dtype_promotion():
 
 @pytest.mark.parametrize("mode, dtype", [("scan", "float64"), ("conv", "float64"), ("conv", "float32")])
 @pytest.mark.parametrize("L, bidirectional", [(3001, False), (2048, True)])
+# the three papers' models' routes (every registered kind at long L: the precision map, test_precision_map.py)
 @pytest.mark.parametrize("kind", ["rotrnn", "lru", "dlr"])
 def test_long_sequences_with_decays_near_one_match_the_reference(long_case, kind, L, bidirectional, mode, dtype):
     cfg, bundle, u, y_ref, r = long_case(kind, bidirectional, L)

@@ -8,7 +8,7 @@ on every run of one jaxlib. Checked at small sizes, against the size of what a r
   (B L H N) complex64 state trajectory (measured here: 11.1 and 5.0 B L H 4 bytes against
   64). The associative scan on the H N lanes that `scan` replaced kept several
   (1,796 B L H 4 bytes at B = 8, L = 4096, H = N = 128), and the conv mode's powers of every lag one (148);
-* DLR `conv` and S4D `conv` (the FFT mapped over the sequences, `dlr.convolve`): below the three zero-padded
+* DLR `conv` and S4D `conv` (the FFT mapped over the sequences, `depthwise.convolve`): below the three zero-padded
   (B 2L H) float32 spectra and signals that the FFT held at once over the whole batch (6 B L H 4 bytes; measured
   here: 4.3 and 5.0). The code before this change fails all four (S4D: 452 and 42; DLR conv: 8.4).
 
@@ -56,7 +56,7 @@ def test_s4d_training_keeps_no_state_trajectory(mode):
                                   f"of one (B L H N) complex trajectory ({trajectory} bytes)")
 
 
-@pytest.mark.parametrize("kind", ["dlr", "s4d"])
+@pytest.mark.parametrize("kind", ["dlr", "s4d"])   # the two convs of `depthwise.convolve`
 def test_fft_convolution_holds_one_sequences_spectra(kind):
     got = training_bytes(kind, "conv")
     if got is None:

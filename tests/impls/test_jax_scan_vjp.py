@@ -43,7 +43,7 @@ pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take
 N = 5
 R_MAX = 0.999
 LAYER_L = 151       # T = 16: 10 chunks, the last 9 positions padded; DLR and S4D: chunks of 64, the last of 23
-LAYERS = {          # tiny float64 layers like test_jax_grads.py's (RotRNN: N = 2 would make P cancel)
+LAYERS = {          # tiny float64 layers like test_jax_grads.py's, one per route family (RotRNN: N = 2 would make P cancel)
     "rotrnn": RotRNNConfig(d_model=2, d_state=4, heads=2, gamma_max=0.99),
     "lru": LRUConfig(d_model=2, d_state=3, r_min=0.5, r_max=0.99),
     "dlr": DLRConfig(d_model=2, d_state=3, dt_min=1e-2, dt_max=0.5),   # N = 2: both lambdas real, d / d W_im = 0
@@ -295,11 +295,12 @@ def test_bad_block_length_is_a_one_line_error():
 def test_block_lengths_are_powers_of_two_between_the_bounds():
     """scan.block_length: near L / BLOCKS, at least MIN_BLOCK, at most MAX_BLOCK (a longer block's working set leaves
     the caches), at most L; DLR's blocks (maximum 0) are not capped."""
-    from linrnn.impls.jax import dlr
+    from linrnn.impls.jax import depthwise
 
     assert [scan.block_length(L) for L in (5, 128, 200, 4096, 8192, 65536)] == [5, 128, 128, 128, 256, 256]
     assert scan.block_length(65536, maximum=1024) == 1024 and scan.block_length(65536, minimum=512) == 512
-    assert [scan.block_length(L, dlr.BLOCKS, dlr.MIN_BLOCK, 0) for L in (200, 4096, 65536)] == [200, 256, 1024]
+    assert [scan.block_length(L, depthwise.BLOCKS, depthwise.MIN_BLOCK, 0) for L in (200, 4096, 65536)] == \
+        [200, 256, 1024]
 
 
 BLOCKED_L = 149     # not LAYER_L: a layer traced at LAYER_L with the default blocks is not reused here
@@ -312,12 +313,13 @@ BLOCKED_L = 149     # not LAYER_L: a layer traced at LAYER_L with the default bl
 def test_layer_gradients_in_several_blocks_match_sequential_mode(kind, bidirectional, monkeypatch):
     """The layers' `scan` mode over 9 blocks of 16 positions and one of 5 (DLR and S4D: 4 of 32 and one of 21). RotRNN
     and LRU share `diagonal.run`: one causal case (a state into the first block), one bidirectional; S4D runs DLR's
-    chunkwise scan with an (H N) eigenvalue per channel."""
-    from linrnn.impls.jax import dlr
+    chunkwise scan (`depthwise.py`) with an (H N) eigenvalue per channel."""
+    from linrnn.impls.jax import depthwise
 
     monkeypatch.setattr(scan, "MIN_BLOCK", 16)
-    monkeypatch.setattr(dlr, "MIN_BLOCK", 32)
-    assert scan.block_length(BLOCKED_L) == 16 and scan.block_length(BLOCKED_L, dlr.BLOCKS, dlr.MIN_BLOCK, 0) == 32
+    monkeypatch.setattr(depthwise, "MIN_BLOCK", 32)
+    assert scan.block_length(BLOCKED_L) == 16 and \
+        scan.block_length(BLOCKED_L, depthwise.BLOCKS, depthwise.MIN_BLOCK, 0) == 32
     cfg, bundle, u, weights, state = layer_case(kind, bidirectional)
     u, weights = u[:, :BLOCKED_L], weights[:, :BLOCKED_L]
     params = from_bundle(bundle, "float64")

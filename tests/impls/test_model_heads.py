@@ -31,6 +31,7 @@ from linrnn.impls.torch import Model
 pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)
 
 H, L = 4, 9
+# the heads around a complex and a real-basis mixer (the head adds no mixer code)
 MIXERS = {"lru": LRUConfig(d_model=H, d_state=3, r_max=0.99),
           "rotrnn": RotRNNConfig(d_model=H, d_state=4, heads=2, gamma_max=0.99)}   # N = 2 would make P cancel
 # three pairs: row b is the first document of pair b, row 3 + b its second; the two lengths differ

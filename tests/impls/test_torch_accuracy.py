@@ -39,7 +39,7 @@ def accuracy_table(B: int = 2, L: int = 256, H: int = 16, N: int = 16, heads: in
                    seeds: tuple[int, ...] = (0, 1, 2)) -> list[dict]:
     """Per mixer x direction x mode x dtype, the `compare` (forward kind) closest to its bound over the seeds."""
     rows = []
-    for kind in ("rotrnn", "lru", "dlr"):
+    for kind in ("rotrnn", "lru", "dlr"):      # the table docs/precision.md prints: the three papers' models
         for bidirectional in (False, True):
             worst: dict[tuple[str, str], object] = {}
             for seed in seeds:

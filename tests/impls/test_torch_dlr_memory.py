@@ -23,6 +23,7 @@ from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.tolerance import assert_close
 from linrnn.impls.torch import MODES, dlr, from_bundle
 
+# DLR's routes beside the diagonal layers' (`final_state=False` is the Mixer's, not a model's)
 CONFIGS = {"rotrnn": RotRNNConfig(d_model=3, d_state=4, heads=2, gamma_max=0.999),
            "lru": LRUConfig(d_model=3, d_state=4, r_max=0.999),
            "dlr": DLRConfig(d_model=3, d_state=4, dt_min=2e-4, dt_max=0.5)}

@@ -10,6 +10,8 @@ import pytest
 import torch
 from torch.func import functional_call
 
+from linrnn.impls import specs
+from linrnn.impls.config import mixer_config, modes
 from linrnn.impls.init import init
 from linrnn.impls.reference import spectral_radius
 from linrnn.impls.specs.dlr import DLRConfig
@@ -20,10 +22,16 @@ from linrnn.impls.specs.s5 import S5Config
 from linrnn.impls.tolerance import assert_close
 from linrnn.impls.torch import MODES, dlr, from_bundle
 
-KINDS = ("rotrnn", "lru", "dlr", "s4d", "s5")
+# every registered kind with the four views and a state (attention: tests/impls/test_attention.py; the RG-LRU, no conv
+# view: tests/models/test_rglru.py and tests/impls/test_derivatives.py)
+KINDS = tuple(k for k in specs.kinds() if specs.spec(k).stateful and set(modes("torch", k)) == set(MODES))
+BUILTIN_CASES = ("rotrnn", "lru", "dlr", "s4d", "s5")      # the cases below; another model's: its spec's cross-check
 
 
 def config(kind, bidirectional=False):
+    if kind not in BUILTIN_CASES:
+        return mixer_config(kind, 2, 2, heads=2, bidirectional=bidirectional,
+                            **specs.spec(kind).crosscheck(False, bidirectional))
     if kind == "rotrnn":
         return RotRNNConfig(d_model=2, d_state=2, heads=2, gamma_max=0.999, bidirectional=bidirectional)
     if kind == "lru":
@@ -37,10 +45,10 @@ def config(kind, bidirectional=False):
 
 
 def initial_state(kind, cfg, layer, B, generator):
-    if kind == "rotrnn":
-        return torch.randn(B, cfg.heads, cfg.d_state, dtype=layer.dtype, generator=generator)
-    shape = (B, cfg.d_state) if kind in ("lru", "s5") else (B, cfg.d_model, cfg.d_state)
-    return torch.randn(shape, dtype=torch.complex128, generator=generator)
+    """A random state of the spec's shape and dtype of one row (complex128, or the layer's real dtype)."""
+    shape, dtype = specs.spec(kind).state(cfg)
+    return torch.randn((B, *shape), dtype=torch.complex128 if dtype.startswith("complex") else layer.dtype,
+                       generator=generator)
 
 
 @pytest.mark.parametrize("kind, mode, bidirectional", [
@@ -71,11 +79,13 @@ def test_gradcheck(kind, mode, bidirectional):
 def test_gradients_of_every_view_equal_those_of_the_loop(kind, mode, dtype, monkeypatch):
     if mode == "scan, short chunks":        # DLR's scan picks T >= 64: force several chunks at L = 45
         monkeypatch.setattr(dlr, "chunk_length", lambda length, N: 4)
-    cfg = {"rotrnn": RotRNNConfig(d_model=3, d_state=4, heads=2, gamma_max=0.9999),
-           "lru": LRUConfig(d_model=3, d_state=4, r_max=0.9999),
-           "dlr": DLRConfig(d_model=3, d_state=4, dt_min=2e-4, dt_max=0.5),
-           "s4d": S4DConfig(d_model=3, d_state=4, init="inv", dt_min=2e-4, dt_max=0.5),
-           "s5": S5Config(d_model=3, d_state=4, dt_min=2e-4, dt_max=0.5)}[kind]
+    cases = {"rotrnn": lambda: RotRNNConfig(d_model=3, d_state=4, heads=2, gamma_max=0.9999),
+             "lru": lambda: LRUConfig(d_model=3, d_state=4, r_max=0.9999),
+             "dlr": lambda: DLRConfig(d_model=3, d_state=4, dt_min=2e-4, dt_max=0.5),
+             "s4d": lambda: S4DConfig(d_model=3, d_state=4, init="inv", dt_min=2e-4, dt_max=0.5),
+             "s5": lambda: S5Config(d_model=3, d_state=4, dt_min=2e-4, dt_max=0.5)}
+    cfg = cases[kind]() if kind in cases else \
+        mixer_config(kind, 3, 4, heads=2, **specs.spec(kind).crosscheck(True, False))
     bundle = init(cfg, 2)
     L = 45
     rng = np.random.default_rng(3)

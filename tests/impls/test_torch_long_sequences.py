@@ -19,6 +19,7 @@ from linrnn.impls.torch import from_bundle
 @pytest.mark.parametrize("mode", ["scan", "conv"])
 @pytest.mark.parametrize("bidirectional", [False, True])
 @pytest.mark.parametrize("L", [2048, 3001])
+# the three papers' models' routes (every registered kind at long L: the precision map, test_precision_map.py)
 @pytest.mark.parametrize("kind", ["rotrnn", "lru", "dlr"])
 def test_long_sequences_with_decays_near_one_match_the_reference(long_case, kind, L, bidirectional, mode, dtype):
     cfg, bundle, u, y_ref, r = long_case(kind, bidirectional, L)

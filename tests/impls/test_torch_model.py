@@ -19,7 +19,7 @@ from linrnn.impls.torch import MODES, Model, parameter_groups, recurrence_parame
 from linrnn.impls.torch.model import TimeSharedDropout
 
 H = 6
-MIXERS = {
+MIXERS = {   # the deep model around one mixer of each family (every mixer in a model: test_padding.py)
     "rotrnn": RotRNNConfig(d_model=H, d_state=2, heads=2, gamma_max=0.9999),
     "lru": LRUConfig(d_model=H, d_state=3, r_max=0.9999),
     "dlr": DLRConfig(d_model=H, d_state=3, dt_min=2e-4, dt_max=1.0),

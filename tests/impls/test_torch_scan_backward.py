@@ -157,6 +157,7 @@ def test_the_layer_scan_saves_its_input_and_boundaries_only(small_blocks):
 
 # -- mixed precision: the projections in bf16 under autocast, the recurrence in float32 -------------
 
+# the two recurrences recorded below, the diagonal layers' (projections under autocast) and DLR's (none)
 @pytest.mark.parametrize("kind", ["rotrnn", "lru", "dlr"])
 def test_autocast_runs_the_projections_in_bf16_and_the_recurrence_in_float32(kind, monkeypatch):
     from linrnn.verify.bench import layer_config
@@ -212,7 +213,7 @@ def test_time_major_chunks_give_the_states_and_boundaries_of_batch_major_ones(re
 
 # -- the parts of the forward, timed alone by `bench.diagonal_forward_parts` (docs/speed.md) ----------
 
-@pytest.mark.parametrize("kind", ["rotrnn", "lru"])
+@pytest.mark.parametrize("kind", ["rotrnn", "lru"])   # the two layers docs/speed.md times by parts
 def test_the_forward_parts_are_the_layers_own(small_blocks, kind):
     """Each part computes what that part of the layer computes, over several blocks and a padded last one."""
     from linrnn.verify.bench import layer_config

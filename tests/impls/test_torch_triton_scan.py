@@ -218,7 +218,7 @@ def test_the_module_imports_without_triton(monkeypatch):
 
 # -- the layers' `scan` view on the Triton route (the routing CUDA takes) -------------------------
 
-@pytest.mark.parametrize("kind", ["rotrnn", "lru"])
+@pytest.mark.parametrize("kind", ["rotrnn", "lru"])   # a real basis and complex pairs; S5's form is the LRU's
 def test_the_layers_scan_view_through_the_triton_kernel_equals_the_loop(kind, monkeypatch):
     """`diagonal.scan` routes to `fast_scan.device_kernel(device)`, which is the Triton scan on CUDA; here the
     interpreter stands in for the device, through both directions, a given state and every gradient."""

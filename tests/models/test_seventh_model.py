@@ -2,14 +2,20 @@
 package (`toy_source.py`), registered with `linrnn.impls.specs.register`. With no other edit to the project, the
 cross-check, `linrnn conform` (its radius checks run, through the toy's `with_radius`), `linrnn train` in both
 frameworks, `linrnn tasks grid` and the precision map must pick it up; the cross-check and conform must catch a bug
-planted in one of its sides. The toy's decay fields have names of their own (`decay_min`, `decay_max`)."""
+planted in one of its sides. The toy's decay fields have names of their own (`decay_min`, `decay_max`).
+
+And the default run passes with it registered: every test file that names kinds (`toy_plugin.kind_files`: its text
+reads the registry or lists kinds in a message) runs in a subprocess with the toy registered for the whole run
+(`pytest -p toy_plugin --toy-only`: the toy's own cases, and the tests whose bodies read the registry)."""
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import json
 import math
-import shutil
+import os
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -28,7 +34,12 @@ from linrnn.impls.init import init
 from linrnn.impls.results import RUN_RESULTS, RunRecord, read
 from linrnn.tasks.grid import grid_config
 
-SOURCE = Path(__file__).with_name("toy_source.py")
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+# this folder's plugin (it writes the toy's package), imported from its file
+_found = importlib.util.spec_from_file_location("toy_plugin", HERE / "toy_plugin.py")
+toy_plugin = importlib.util.module_from_spec(_found)
+_found.loader.exec_module(toy_plugin)
 SHAPES = (crosscheck.Shape(2, 1, 3, 4, False, False), crosscheck.Shape(2, 9, 3, 4, False, True),
           crosscheck.Shape(1, 11, 4, 4, True, True))
 
@@ -36,23 +47,11 @@ SHAPES = (crosscheck.Shape(2, 1, 3, 4, False, False), crosscheck.Shape(2, 9, 3, 
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
     root = tmp_path_factory.mktemp("seventh")
-    package = root / "toy_seventh_model"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    shutil.copy(SOURCE, package / "spec.py")
-    namespace: dict = {}
-    exec(compile(SOURCE.read_text(), str(SOURCE), "exec"), namespace)
-    (package / "reference.py").write_text(namespace["REFERENCE"])
-    (package / "torch_side.py").write_text(namespace["TORCH"].replace("{package}", package.name))
-    (package / "jax_side.py").write_text(namespace["JAX"])
-    sys.path.insert(0, str(root))
-    module = importlib.import_module(f"{package.name}.spec")
-    specs.register(module.spec(package.name))
+    module = toy_plugin.build(root)
+    specs.register(module.spec(toy_plugin.PACKAGE))
     yield module
     specs.unregister("toy")
-    sys.path.remove(str(root))
-    for name in [m for m in sys.modules if m.startswith(package.name)]:
-        del sys.modules[name]
+    toy_plugin.remove(root)
 
 
 def test_the_registry_lists_it_everywhere(toy):
@@ -169,3 +168,19 @@ def test_a_bug_planted_in_one_side_is_caught(toy, monkeypatch):
     assert not result["ok"]
     assert {e["pair"] for e in result["entries"] if not e["ok"]} >= {"reference-torch", "torch-jax"}
     assert not conform.run("linrnn-torch", "toy", dtypes=("float64",), lengths=(7,), long_length=0).ok
+
+
+@pytest.mark.slow
+def test_the_files_that_name_kinds_pass_with_the_toy_registered():
+    """The done-when of "How to add a model": the tests that read the registry pass with a model added by the recipe
+    and no other edit. About a minute: the files' toy cases and registry-reading tests, in one process."""
+    files = toy_plugin.kind_files(ROOT)
+    assert len(files) > 30 and ROOT / "tests" / "impls" / "test_bundle.py" in files, files
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "toy_plugin", "--toy-only", "-n", "0", "-v",
+                          "--no-header", *map(str, files)],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out[-6000:]
+    toy_cases = re.findall(r"\[[^\]]*\btoy\b[^\]]*\] PASSED", out)
+    assert len(toy_cases) > 50, f"only {len(toy_cases)} of the toy's cases ran:\n{out[-3000:]}"

@@ -82,51 +82,40 @@ def spec(package: str) -> ModelSpec:
     )
 
 
-# -- the reference (float64 NumPy) --------------------------------------------------------------------
+# -- the reference (float64 NumPy), on the references' shared recurrence and convolutions --------------------
 
 REFERENCE = '''
 import numpy as np
-from linrnn.impls.errors import LinrnnError
+from linrnn.impls.reference.conv import anticausal_conv, causal_conv, resets
+from linrnn.impls.reference.recurrence import diagonal_scan
 
 
 def decays(p):
     return np.exp(-np.exp(p["log_decay"]))
 
 
-def _states(lam, drive, x0):
-    x, out = x0, np.empty_like(drive)
-    for t in range(drive.shape[1]):
-        x = lam * x + drive[:, t]
-        out[:, t] = x
-    return out
-
-
 def sequential(p, cfg, u, x0=None, segments=None):
-    if segments is not None:
-        raise LinrnnError("toy: no packed sequences")
     lam, drive = decays(p), u @ p["B"].T
     x0 = np.zeros((u.shape[0], cfg.d_state)) if x0 is None else x0
-    states = _states(lam, drive, x0)
+    forward, backward = resets(segments)                       # packed sequences: restart where a segment begins
+    states = diagonal_scan(lam, drive, x0, forward)
     y = states @ p["C"].T + p["D"] * u
     if cfg.bidirectional:
-        back = _states(lam, drive[:, ::-1], np.zeros_like(x0))[:, ::-1]
+        back = diagonal_scan(lam, drive[:, ::-1], np.zeros_like(x0), backward)[:, ::-1]
         y = y + back @ p["C_rev"].T
     return y, states[:, -1]
 
 
-def conv(p, cfg, u, segments=None):
-    if segments is not None:
-        raise LinrnnError("toy: no packed sequences")
-    L = u.shape[1]
+def kernel(p, L, C):
     powers = decays(p)[None, :] ** np.arange(L)[:, None]                        # (L N)
-    K = np.einsum("hn,ln,nk->lhk", p["C"], powers, p["B"])                      # (L H H)
-    y = p["D"] * u
-    for t in range(L):
-        y[:, t] += np.einsum("lhk,blk->bh", K[:t + 1], u[:, t::-1])
+    return np.einsum("hn,ln,nk->lhk", C, powers, p["B"])                        # (L H H)
+
+
+def conv(p, cfg, u, segments=None):
+    L = u.shape[1]
+    y = causal_conv(kernel(p, L, p["C"]), u, segments) + p["D"] * u
     if cfg.bidirectional:
-        K_rev = np.einsum("hn,ln,nk->lhk", p["C_rev"], powers, p["B"])
-        for t in range(L):
-            y[:, t] += np.einsum("lhk,blk->bh", K_rev[:L - t], u[:, t:])
+        y = y + anticausal_conv(kernel(p, L, p["C_rev"]), u, segments)
     return y
 
 
@@ -134,13 +123,13 @@ def spectral_radius(p, cfg):
     return float(np.max(decays(p)))
 '''
 
-# -- PyTorch: the diagonal machinery of the LRU, with real eigenvalues ---------------------------------
+# -- PyTorch: the diagonal machinery of the LRU and S5 (`diagonal.py`), with real eigenvalues ----------------
 
 TORCH = '''
 import torch
 from linrnn.impls.torch import diagonal
 from linrnn.impls.torch.diagonal import DiagonalForm
-from linrnn.impls.torch.lru import pairs
+from linrnn.impls.torch.diagonal import pairs
 from {package}.spec import ToyConfig, PLANTED
 
 

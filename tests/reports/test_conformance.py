@@ -15,6 +15,7 @@ import re
 
 from markupsafe import escape
 
+from linrnn.impls import specs
 from linrnn.impls.config import RECURRENT_KINDS
 from linrnn.reports.render import render
 from linrnn.reports.results import read_results, write_result
@@ -80,7 +81,7 @@ def test_every_target_and_check_is_on_the_page(tmp_path):
         own = block(html, "linrnn-torch", kind)
         assert runs["linrnn-torch", kind]["result"]["verdict"] == "conforms" and ">conforms</span>" in own
         rows = re.findall(r"<tr><td>([^<]+)</td><td>(float\d\d|bfloat16)</td><td>(.*?)</td>", own)
-        steps = ("steps 1e-1 to 1e-6",) if kind in ("s4d", "s5") else ()
+        steps = ("steps 1e-1 to 1e-6",) if specs.spec(kind).discretisation is not None else ()
         outputs = ("impulse", "random L=1", "random L=7", "random L=16", "radius near 1", "radius small")
         assert {(name, dtype) for name, dtype, _ in rows if not name.startswith("variant")} == \
             {(n, d) for n in outputs + steps + ("long L=4096", "bidirectional", "state", "gradient", "state gradient",

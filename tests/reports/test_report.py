@@ -26,6 +26,7 @@ def test_reference_section_results_are_versioned_json(computed):
     assert record["config"]["quick"] is True and record["libraries"]["numpy"] != "not installed"
     data = record["data"]
     assert data["ok"] is True
+    # the section's own cases: the three papers' models (experiments/reference.py, `settings`)
     assert {(r["mixer"], r["bidirectional"]) for r in data["summary"]} == \
         {(k, b) for k in ("rotrnn", "lru", "dlr") for b in (False, True)}
     assert all(r["rel"] <= r["rtol"] for r in data["rows"])

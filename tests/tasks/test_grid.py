@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from linrnn.impls import results
+from linrnn.impls import results, specs
 from linrnn.impls.errors import LinrnnError
 from linrnn.impls.tolerance import assert_close
 from linrnn.cli import main
@@ -82,7 +82,7 @@ def test_cli_prints_the_table_and_writes_the_rows(tmp_path, capsys):
 
 @pytest.mark.parametrize("flags, message", [
     (["--tasks", "nope"], "--tasks: expected a comma-separated list of"),
-    (["--models", "s4"], "--models: expected a comma-separated list of rotrnn, lru, dlr"),
+    (["--models", "s4"], f"--models: expected a comma-separated list of {', '.join(specs.kinds())}"),
     (["--length", "abc"], "--length: expected an integer, found 'abc'"),
     (["--length", "4"], "length: expected an integer >= 8, found 4"),
     (["--steps", "0"], "steps: expected an integer >= 1, found 0"),

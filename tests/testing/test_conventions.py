@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import linrnn.testing as lt
+from linrnn.impls import specs
 from linrnn.impls.errors import LinrnnError
 
 # A user's test file: a faithful NumPy target (the reference itself) and one with a planted bug (D as a matrix).
@@ -245,7 +246,7 @@ def test_the_reference_takes_every_bundle_the_strategies_draw():
     u = np.random.default_rng(0).standard_normal((2, 9, 6))
 
     @hypothesis.settings(max_examples=40, deadline=None, database=None)
-    @hypothesis.given(bundle=st.sampled_from(["lru", "rotrnn", "dlr", "s4d", "s5"]).flatmap(lst.bundles))
+    @hypothesis.given(bundle=st.sampled_from(specs.recurrent_kinds()).flatmap(lst.bundles))
     def every(bundle):
         assert lt.reference(bundle, u[..., :bundle.config.d_model]).shape == (2, 9, bundle.config.d_model)
     every()

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from linrnn.impls import results
+from linrnn.impls import results, specs
 from linrnn.verify import conform, conform_bundles
 from linrnn.impls.config import RECURRENT_KINDS, config_from_dict, config_to_dict
 from linrnn.impls.reference import apply_mixer
@@ -131,13 +131,13 @@ SENTENCES = {
 }
 
 
-@pytest.mark.parametrize("kind", ["lru", "dlr", "s4d", "s5"])
+@pytest.mark.parametrize("kind", [k for k in specs.kinds() if specs.spec(k).readout is not None])   # a complex read-out
 @pytest.mark.parametrize("bug, key", [(half_output, "factor_missing"), (double_output, "factor_doubled")])
 def test_a_factor_2_is_named(kind, bug, key):
     """The factor 2 of conjugate symmetry where the read-out has it (S4D, S5: 2 Re(C x)); elsewhere (the LRU's and
     DLR's Re(C x)) a constant factor, with its value."""
     result = conform.run(planted(bug), kind, F64, (1, 8))
-    key = key if kind in ("s4d", "s5") else "factor"
+    key = key if specs.spec(kind).readout[2] == 2 else "factor"      # the read-out's factor before Re
     assert key in keys(result) and "impulse (float64)" in failed(result), conform.format_result(result)
     words = next(d.words for d in result.diagnoses() if d.key == key)
     assert ("0.5 x" if bug is half_output else "2 x") in words
@@ -158,6 +158,7 @@ def in_float32(bug):
     return rounded
 
 
+# each planted bug on one kind that has the part it breaks (all of them on every kind: above, in float64)
 @pytest.mark.parametrize("kind, bug, key", [("lru", dense_D, "dense_D"), ("dlr", forward_only, "backward_missing"),
                                             ("s5", half_output, "factor_missing"),
                                             ("rotrnn", state_batch0, "state_batch0")])
@@ -282,7 +283,7 @@ def test_the_very_long_check_names_a_lost_tail_chunk():
                                                   f"L = {2**16 + 8} on, conforming before it")
 
 
-@pytest.mark.parametrize("kind", ["lru", "s5"])
+@pytest.mark.parametrize("kind", ["lru", "s5"])   # `packed()` is written for the LRU's parameters and S5's equal form
 def test_packing_and_padding_pass_a_faithful_target_and_name_each_bug(kind):
     ok = new_checks(conform.run(packed(), kind, F64, (1, 8), long_length=0))
     assert {n: c.status for n, c in ok.items()} == {n: "pass" for n in ("state hand-over", "lengths 1-8", "packing",
@@ -526,7 +527,7 @@ def test_the_zoh_difference_is_named_expm1_not_float32(dtype):
     assert "B_bar computed as exp(Delta Lambda) - 1: use expm1" in result.diagnoses()[0].words
 
 
-@pytest.mark.parametrize("kind", ["s5", "s4d"])
+@pytest.mark.parametrize("kind", [k for k in specs.kinds() if specs.spec(k).discretisation is not None])
 def test_the_discretisation_probes_are_silent_on_the_projects_layers(kind):
     """The probes themselves (the battery runs them only on a failure) name nothing on linrnn-torch."""
     pytest.importorskip("torch")

@@ -195,7 +195,7 @@ def test_what_published_layers_compute_instead_is_named(kind, bug, key, words):
     assert next(d.words for d in result.diagnoses() if d.key == key).startswith(words)
 
 
-@pytest.mark.parametrize("kind", ["rotrnn", "dlr", "lru"])
+@pytest.mark.parametrize("kind", ["rotrnn", "dlr", "lru"])   # the layers written apart in planted_layers.py
 def test_the_faithful_small_layers_conform(kind):
     result = run(getattr(P, kind)(), kind, BOTH, lengths=(1, 16))
     assert result.verdict == "conforms", conform.format_result(result)
