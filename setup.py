@@ -2,7 +2,7 @@
 
 The import package `linrnn` is spread over the repository's top-level folders: `linrnn/` holds its root
 (version, `python -m linrnn`, the command line) and each folder in `AREAS` is one sub-package
-(`impls/` -> `linrnn.impls`, ...). Every folder below them, and below `linrnn/` (`linrnn/testing/`), with an
+(`base/` -> `linrnn.base`, `impls/` -> `linrnn.impls`, ...). Every folder below them, and below `linrnn/` (`linrnn/testing/`), with an
 `__init__.py` is found here, so a new sub-package needs no edit anywhere.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from setuptools import setup
 
 ROOT = Path(__file__).resolve().parent
-AREAS = ("impls", "verify", "theory", "tasks", "experiments", "reports")   # top-level folders that are sub-packages
+AREAS = ("base", "impls", "verify", "theory", "tasks", "experiments", "reports")   # top-level folders that are sub-packages
 
 
 def packages() -> list[str]:

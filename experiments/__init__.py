@@ -9,6 +9,6 @@
     precision_map every route's error against float64 over L and the radius, float32 / bfloat16 / float16
 
 No verdicts and no drawing here: `linrnn.reports` settles the claims and draws the figures. Every
-record they write or read goes through `linrnn.impls.results` (the envelope, the atomic writer, the stored-results
+record they write or read goes through `linrnn.base.results` (the envelope, the atomic writer, the stored-results
 folder `STORED_DIR`).
 """

@@ -33,7 +33,7 @@ from pathlib import Path
 from linrnn.experiments import (long_shift, lra_reduced, norm_position, norms_listops, speech, subtrees_segmentation,
                                 synthetic_gated, synthetic_tasks)
 from linrnn.experiments.runner import Experiment, default_out, run
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks import sweep
 
 EXPERIMENTS: dict[str, Experiment] = {m.EXPERIMENT.name: m.EXPERIMENT for m in (

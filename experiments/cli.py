@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 
 def register(subparsers) -> None:

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 CONFIGS = Path(__file__).resolve().parents[1] / "tasks" / "configs"
 LRA_TASKS = ("listops", "text", "retrieval", "image", "pathfinder", "pathx")

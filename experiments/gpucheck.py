@@ -22,7 +22,7 @@ step also stops at its share of the budget (`SHARES`), so the sweep is left time
 stops is recorded as "not run: budget" (a step) or in the step's `not_run` list (its parts). A step whose
 package is absent reads "skipped: <why>" or "not available: <why>" (neither is a failure).
 
-Output: DIR/gpucheck.json, a section record of the report (`linrnn.impls.results`: the envelope with the
+Output: DIR/gpucheck.json, a section record of the report (`linrnn.base.results`: the envelope with the
 machine and code version; section "gpucheck", device, config, data), rewritten atomically (temp file,
 rename) at each step's start and end and at most every `SAVE_EVERY_S` inside one: a `timeout` that
 kills the command loses only the step in flight, which then reads "running". `linrnn report --from
@@ -46,8 +46,8 @@ from pathlib import Path
 
 from linrnn.verify import crosscheck
 from linrnn.impls import specs
-from linrnn.impls.errors import LinrnnError
-from linrnn.impls.results import Envelope, SectionRecord, command_line, now, write
+from linrnn.base.errors import LinrnnError
+from linrnn.base.results import Envelope, SectionRecord, command_line, now, write
 from linrnn.experiments.gpukernels import (GOAL_FRACTION, KERNEL_MODULES, MAMBA_PATHS, bandwidth_step,  # noqa: F401
                                            error_line, kernel, kernels_step, mamba_step)
 
@@ -170,7 +170,7 @@ class Run:
                 "budget_s": self.budget_s, "sizes": sizes}
 
     def save(self) -> None:
-        """DIR/gpucheck.json, a section record of the report (`linrnn.impls.results.write`: written in full to a
+        """DIR/gpucheck.json, a section record of the report (`linrnn.base.results.write`: written in full to a
         temporary file and renamed, so a killed run leaves no half file)."""
         self.last_save = time.perf_counter()
         if self.path is None:

@@ -21,7 +21,7 @@ from typing import Protocol
 import numpy as np
 
 from linrnn.verify import crosscheck
-from linrnn.impls.tolerance import compare
+from linrnn.base.tolerance import compare
 
 
 GOAL_FRACTION = 0.5           # the scan's effective bandwidth / the copy's, the H200 goal (issue 13)

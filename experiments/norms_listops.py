@@ -26,7 +26,7 @@ from linrnn.experiments.evidence import Part, mean_sd, trivial_for
 from linrnn.experiments.rules import arm_runs, norms_by_layer
 from linrnn.experiments.reduced_training import LISTOPS, DataSet, ensure_data
 from linrnn.experiments.runner import Control, Experiment, Job, _thin
-from linrnn.impls.results import NORM_RUN, NormRunRecord, read, write
+from linrnn.base.results import NORM_RUN, NormRunRecord, read, write
 
 LISTOPS_QUICK = DataSet("listops-quick", "listops", dict(n_train=32, n_val=8, n_test=8))
 # 20 seeds per model, planned for the first rule (RotRNN's CV at most 0.5 x the LRU's: in the first record, 5 seeds,

@@ -99,7 +99,7 @@ def orthogonality(model) -> dict[str, float]:
     """
     import torch
 
-    from linrnn.impls.tolerance import scaled_tolerance
+    from linrnn.base.tolerance import scaled_tolerance
     from linrnn.impls.torch.rotrnn import orthogonal
 
     out = {"max_error": 0.0, "max_ratio": 0.0, "min_tolerance": math.inf, "max_error_float32": 0.0}
@@ -187,7 +187,7 @@ def run(model_name: str, seed: int, setup: dict, folder=None) -> dict:
     task (setup["task"] = "listops") reads its splits from `folder`."""
     import torch
 
-    from linrnn.impls.errors import LinrnnError
+    from linrnn.base.errors import LinrnnError
     from linrnn.impls.init import init
     from linrnn.tasks.schedule import lr_factor
     from linrnn.tasks.torch_adapter import Adapter

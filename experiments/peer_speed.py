@@ -43,7 +43,7 @@ import os
 import statistics
 import sys
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.verify.bench import DIRECTIONS, interleaved_ms
 
 ROUNDS = 7
@@ -272,7 +272,7 @@ EXTRA_LIBRARIES = ("s5-pytorch", "LRU-pytorch", "lrnnx", "accelerated-scan", "fl
 
 def stored_record(result: dict, command: str):
     """The result with its envelope (date, machine, code and library versions, the peers' among them, the command)."""
-    from linrnn.impls.results import Envelope, TrainingSpeedRecord
+    from linrnn.base.results import Envelope, TrainingSpeedRecord
 
     return TrainingSpeedRecord(sweep={"peers": result}, envelope=Envelope.here(command, EXTRA_LIBRARIES))
 
@@ -295,7 +295,7 @@ def load_stored(directory) -> tuple[dict | None, str | None]:
     (None, why not) where `directory` has no valid STORED file."""
     from pathlib import Path
 
-    from linrnn.impls.results import ResultsError, TrainingSpeedRecord, read, to_dict
+    from linrnn.base.results import ResultsError, TrainingSpeedRecord, read, to_dict
 
     path = Path(directory) / STORED
     if not path.exists():
@@ -336,7 +336,7 @@ def run_command(args: argparse.Namespace, command: str) -> int:
     result = measure(LIVE[True] if args.quick else GROUPS, args.rounds, progress, args.threads, args.clock)
     print(markdown(result))
     if args.out:
-        from linrnn.impls.results import write
+        from linrnn.base.results import write
 
         write(args.out, stored_record(result, command))
         print(f"wrote {args.out}", file=sys.stderr)

@@ -15,7 +15,7 @@ Routes: every mode of both frameworks (PyTorch scan, sequential, conv, step; JAX
 the diagonal scan kernels alone, Triton's under TRITON_INTERPRET=1 and Pallas' with interpret=True, on n = 4 lanes of
 modulus r and phases spread over (0, pi].
 
-Measured, each as the normwise relative error max|got - ref| / max|ref| (`linrnn.impls.tolerance.compare`):
+Measured, each as the normwise relative error max|got - ref| / max|ref| (`linrnn.base.tolerance.compare`):
 
 * forward: y against the float64 reference (`linrnn.impls.reference`, the recurrence, `sequential`); a kernel's
   states against a float64 `scipy.signal.lfilter` of each lane;
@@ -48,11 +48,11 @@ import numpy as np
 
 from linrnn.impls.bundle import Bundle
 from linrnn.impls.config import mixer_config, modes
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.specs import recurrent_kinds, spec
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, placed_radius, spectral_radius
-from linrnn.impls.tolerance import compare
+from linrnn.base.tolerance import compare
 
 NAME = "precision_map"
 DTYPES = ("float32", "bfloat16", "float16")
@@ -233,7 +233,7 @@ def cell(kind: str, route: str, dtype: str, L: int, r: float, forward: float, gr
          memory_radius: float | None = None) -> dict:
     """One cell; its tolerance's memory from `memory_radius` (None: r), the largest decay the layer can take (the
     RG-LRU's is 1 whatever its floor r: its gate moves the decay towards 1)."""
-    from linrnn.impls.tolerance import tolerance
+    from linrnn.base.tolerance import tolerance
     m = r if memory_radius is None else memory_radius
     tol_f, tol_g = tolerance("forward", dtype, L, m).rtol, tolerance("gradient", dtype, L, m).rtol
     return {"kind": kind, "route": route, "dtype": dtype, "L": L, "r": r, "forward": forward, "gradient": gradient,
@@ -281,8 +281,8 @@ def merge(parts: list[dict]) -> dict:
 
 
 def write(data: dict, out: str | os.PathLike) -> Path:
-    """The results record: a section record of `linrnn.impls.results`, written atomically."""
-    from linrnn.impls import results
+    """The results record: a section record of `linrnn.base.results`, written atomically."""
+    from linrnn.base import results
 
     out = Path(out)
     if out.suffix != ".json":

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
-from linrnn.impls.results import RUN_RESULTS, Envelope, ReducedTrainingRecord, RunRecord, read, to_dict, write
+from linrnn.base.errors import LinrnnError
+from linrnn.base.results import RUN_RESULTS, Envelope, ReducedTrainingRecord, RunRecord, read, to_dict, write
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.specs import spec
 from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
-from linrnn.impls.tolerance import compare
+from linrnn.base.tolerance import compare
 
 
 RADIUS = 0.9999     # every decay's modulus in the recurrent-vs-kernel cases: long memory stresses the comparison

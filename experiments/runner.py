@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from linrnn.experiments.reduced_training import DataSet, baseline, ensure_data
-from linrnn.impls.errors import LinrnnError
-from linrnn.impls.results import (RUN_RESULTS, STORED_DIR, Envelope, ExperimentRecord, ResultsError, RunRecord, number,
+from linrnn.base.errors import LinrnnError
+from linrnn.base.results import (RUN_RESULTS, STORED_DIR, Envelope, ExperimentRecord, ResultsError, RunRecord, number,
                                   read, to_dict, write)
 
 CURVE_POINTS = 100

@@ -40,7 +40,7 @@ from typing import Sequence
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 ALPHA = 0.05        # every decision of the ledger is at this level unless its rule says otherwise
 MIN_SEEDS = 3       # values per arm below which a seed-level test does not decide

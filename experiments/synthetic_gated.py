@@ -42,8 +42,8 @@ from linrnn.experiments.evidence import (FAILS_R2, baseline_of, diverged, mean_s
 from linrnn.experiments.runner import STORED_DIR, Control, Experiment, Job, run_job, stored_rows
 from linrnn.experiments.synthetic_tasks import (CONTEXT_CONTROL, CONTEXT_CONTROL_QUICK, D4_CONTEXT_SEEDS, D4_GROUPS,
                                                 D4_LAYERS, D4_SEEDS)
-from linrnn.impls.errors import LinrnnError
-from linrnn.impls.results import ExperimentRecord, ResultsError, read, to_dict
+from linrnn.base.errors import LinrnnError
+from linrnn.base.results import ExperimentRecord, ResultsError, read, to_dict
 
 NAME = "synthetic-gated"
 GATED = "rglru"

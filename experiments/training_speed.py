@@ -57,7 +57,7 @@ from typing import Callable
 
 from linrnn.experiments.memory_probe import available_bytes, out_of_memory, probe_memory
 from linrnn.verify.bench import DIRECTIONS, TRAINING_MODES, check_direction, input_bytes, interleaved_ms, timed_median_ms
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 LENGTHS = (1024, 4096, 16384, 65536, 262144)
 FRAMEWORKS = ("torch", "jax")
@@ -485,16 +485,16 @@ EXTRA_LIBRARIES = ("s5-pytorch", "LRU-pytorch", "triton", "pytest-benchmark")
 
 
 def stored_record(result: dict, command: str):
-    """A sweep with what a reader needs to trust it (`linrnn.impls.results`: command, date, code version,
+    """A sweep with what a reader needs to trust it (`linrnn.base.results`: command, date, code version,
     machine, libraries, with EXTRA_LIBRARIES beside the usual ones)."""
-    from linrnn.impls.results import Envelope, TrainingSpeedRecord
+    from linrnn.base.results import Envelope, TrainingSpeedRecord
 
     return TrainingSpeedRecord(sweep=result, envelope=Envelope.here(command, EXTRA_LIBRARIES))
 
 
 def check_stored(record) -> str | None:
     """What is wrong with a stored sweep's content (None: nothing), so that a reader can skip it with the reason;
-    its envelope and fields are checked by `linrnn.impls.results.read`."""
+    its envelope and fields are checked by `linrnn.base.results.read`."""
     sweep_ = record.get("sweep")
     if not isinstance(sweep_, dict) or not isinstance(sweep_.get("rows"), list) or not isinstance(
             sweep_.get("config"), dict):
@@ -584,7 +584,7 @@ def run_command(args: argparse.Namespace, command: str) -> int:
         result["growth_rounds"] = growth_rounds(lengths=SCALING, rounds=args.growth_rounds, **sizes)
     print(markdown(result))
     if args.out:
-        from linrnn.impls.results import write
+        from linrnn.base.results import write
 
         write(args.out, stored_record(result, command))
         print(f"wrote {args.out}", file=sys.stderr)

@@ -1,1 +1,1 @@
-"""linrnn's implementations: bundle, configs, initialisation, tolerance table, and the three backends."""
+"""linrnn's implementations: the contract (specs, configs, bundles, initialisation) and the three backends."""

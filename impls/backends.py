@@ -15,8 +15,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from linrnn.impls.errors import LinrnnError
-from linrnn.impls.extras import missing
+from linrnn.base.errors import LinrnnError
+from linrnn.base.extras import missing
 
 BACKENDS = {
     "reference": "linrnn.impls.reference",

@@ -29,7 +29,7 @@ from typing import Mapping
 import numpy as np
 
 from linrnn.impls.config import SCHEMA_VERSION, Config, MixerConfig, ModelConfig, config_from_dict, config_to_dict
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.specs import SPECS, SpecView, spec
 
 META_KEY = "__meta__"

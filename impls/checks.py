@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from linrnn.impls.config import DTYPES, KIND_MODES, MixerConfig, modes
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.specs import spec
 from linrnn.impls.specs.dlr import DLRConfig
 

@@ -19,7 +19,7 @@ import numpy as np
 from linrnn.impls.backends import BACKENDS, backend
 from linrnn.impls.bundle import load
 from linrnn.impls.config import DTYPES, MIXER_CONFIGS, ModelConfig, config_to_dict, modes
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 
 

@@ -19,7 +19,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Union
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.specs import KINDS, RECURRENT_KINDS, SPECS, SpecView, spec  # noqa: F401  (KINDS: a view)
 from linrnn.impls.specs.base import MODES, check_bool, check_choice, check_float, check_int
 from linrnn.impls.specs.lru import LRUConfig

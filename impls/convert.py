@@ -60,11 +60,11 @@ from __future__ import annotations
 import numpy as np
 
 from linrnn.impls.bundle import Bundle
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.reference import lru as ref_lru, rotrnn as ref_rotrnn
 from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
-from linrnn.impls.tolerance import scaled_tolerance
+from linrnn.base.tolerance import scaled_tolerance
 
 TWO_PI = 2.0 * np.pi
 
@@ -272,7 +272,7 @@ def output_terms(bundle: Bundle, u: np.ndarray) -> np.ndarray:
     (plus the backward scan read out by |C_rev| when bidirectional), with b = exp(gamma_log) B. A
     conversion rounds C P, P^T B and 1/xi once each, so its error is a few eps times these terms, not
     times an output that happens to cancel (e.g. at L = 1 with a small D u): pass max(terms) as the
-    `scale` of `linrnn.impls.tolerance.compare`. A RotRNN bundle is measured through `rotrnn_to_lru`.
+    `scale` of `linrnn.base.tolerance.compare`. A RotRNN bundle is measured through `rotrnn_to_lru`.
 
     bundle  an LRU or RotRNN layer bundle;  u (B L H) float64  ->  (B L H) float64, >= 0
     """

@@ -1,9 +1,8 @@
-"""The one exception type that the command line turns into a one-line message.
+"""Moved to `linrnn.base.errors` (issue 51; docs/architecture.md, "What moved where"): `linrnn.impls.errors` still imports,
+as the same module, for users' code. Nothing in the package imports this name (tests/test_packaging.py)."""
 
-Raise `LinrnnError` for every input a user can get wrong (a file, a shape, a name, a value); the
-message says what was expected and what was found. Programming errors stay ordinary exceptions.
-"""
+import sys
 
+from linrnn.base import errors
 
-class LinrnnError(ValueError):
-    """A user-facing error: bad input, bad file, unknown name. Printed as one line by `linrnn`."""
+sys.modules[__name__] = errors

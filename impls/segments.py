@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from linrnn.impls.checks import check_lengths
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 
 def check_segments(segments, batch: int, length: int) -> np.ndarray:

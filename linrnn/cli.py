@@ -3,7 +3,7 @@
 Each area registers its own sub-commands (`register(subparsers)`, setting `func`), so this file only
 dispatches; a command finds the command line it was given (after `linrnn`) in `args.argv`. A `LinrnnError`
 (bad input, bad file, unknown name) becomes one line on stderr and exit status 2; so does a module of an optional
-extra that is not installed (`linrnn.impls.extras`: the line names the extra, the command's own where it has one);
+extra that is not installed (`linrnn.base.extras`: the line names the extra, the command's own where it has one);
 anything else is a bug and keeps its traceback.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from linrnn.impls.errors import LinrnnError
-from linrnn.impls.extras import COMMANDS, INSTALLS, MissingExtra, missing
+from linrnn.base.errors import LinrnnError
+from linrnn.base.extras import COMMANDS, INSTALLS, MissingExtra, missing
 
 # Modules that define `register(subparsers)`; imported lazily so that `linrnn --help` stays fast
 # and a missing optional framework only breaks the commands that need it.

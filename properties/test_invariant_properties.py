@@ -18,7 +18,7 @@ from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, rotrnn as ref_rotrnn
 from linrnn.impls.specs.dlr import DLRConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
-from linrnn.impls.tolerance import assert_close, scaled_tolerance
+from linrnn.base.tolerance import assert_close, scaled_tolerance
 
 BACKENDS = ("reference", "torch", "jax")
 

@@ -25,7 +25,7 @@ from linrnn.impls.init import init
 from linrnn.impls.jax import from_bundle, layer
 from linrnn.impls.jax.layer import complex_dtype
 from linrnn.impls.reference import apply_mixer, spectral_radius
-from linrnn.impls.tolerance import assert_close, basis_scale
+from linrnn.base.tolerance import assert_close, basis_scale
 
 pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)
 

@@ -27,7 +27,7 @@ from linrnn.impls.config import RECURRENT_KINDS, ModelConfig, mixer_config, mode
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.reference.model import forward as reference_forward
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 from linrnn.impls.torch import MIXERS as TORCH_MIXERS
 
 pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)

@@ -16,7 +16,7 @@ from linrnn.impls.reference import apply_mixer, lru, rotrnn, spectral_radius
 from linrnn.impls.specs.dlr import DLRConfig
 from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 
 KINDS = ("rotrnn", "lru", "dlr")   # the models whose summands `output_terms` bounds from their equations (every
 # registered model: test_crossframework_properties.py and its tests/models file)

@@ -28,7 +28,7 @@ from linrnn.impls.reference import apply_mixer, lru, rotrnn, spectral_radius
 from linrnn.impls.specs.dlr import DLRConfig
 from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
-from linrnn.impls.tolerance import assert_close, basis_scale
+from linrnn.base.tolerance import assert_close, basis_scale
 from linrnn.impls.torch import MODES, from_bundle
 
 KINDS = ("rotrnn", "lru", "dlr")   # the models whose summands `output_terms` bounds from their equations (every

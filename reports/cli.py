@@ -22,8 +22,8 @@ import traceback
 
 from pathlib import Path
 
-from linrnn.impls.errors import LinrnnError
-from linrnn.impls import results
+from linrnn.base.errors import LinrnnError
+from linrnn.base import results
 from linrnn.reports.results import SECTIONS_DIR, Loaded, read_results, write_result
 
 DEFAULT_OUT = "linrnn-report"

@@ -1,4 +1,4 @@
-"""The report's reader of the stored results (`linrnn.impls.results`: the envelope, the writer, the kinds).
+"""The report's reader of the stored results (`linrnn.base.results`: the envelope, the writer, the kinds).
 
 One file per section, `<DIR>/<section>.json`, a `section` record. The report works on a view of each
 (`view`): `{"section": NAME, "meta": {...}, "data": {...}, "path": FILE}`, where `meta` holds what a reader
@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from linrnn.impls import results
-from linrnn.impls.errors import LinrnnError
-from linrnn.impls.results import SECTIONS_DIR, STORED_DIR, ResultsError  # noqa: F401  (re-exported)
+from linrnn.base import results
+from linrnn.base.errors import LinrnnError
+from linrnn.base.results import SECTIONS_DIR, STORED_DIR, ResultsError  # noqa: F401  (re-exported)
 
 REPORT_FILES = frozenset({"ledger"})      # JSON the report itself writes beside the results (ledger.json): not skipped
 
@@ -84,7 +84,7 @@ def _reason(err: ResultsError, path: Path) -> str:
 def read_stored(directory: str | os.PathLike, pattern: str, record_type: type[results.Record],
                 check: Callable[[dict], str | None] | None = None) -> tuple[list[tuple[Path, dict]], list[list[str]]]:
     """The stored records `directory/pattern` (e.g. reports/results/training_speed*.json) of `record_type` that read
-    (every field checked by `linrnn.impls.results.read`) and pass `check` (which returns the first problem of the
+    (every field checked by `linrnn.base.results.read`) and pass `check` (which returns the first problem of the
     record's content, or None), in name order, each as its stored dict; and [file, reason] for each of the others."""
     good, skipped = [], []
     for path in sorted(Path(directory).glob(pattern)):

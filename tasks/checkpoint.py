@@ -27,7 +27,7 @@ import numpy as np
 
 from linrnn.impls.bundle import Bundle, read_npz
 from linrnn.impls.config import SCHEMA_VERSION, config_from_dict, config_to_dict
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 CHECKPOINT_SCHEMA = 1
 

@@ -19,7 +19,7 @@ import dataclasses
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.synthetic import ALL_TASKS, DTYPES, TASKS, make_task
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from linrnn.impls.config import MIXER_CONFIGS, MixerConfig, ModelConfig, modes
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.specs import kinds, spec
 from linrnn.tasks.datatasks import DATA_TASKS, DataTask, loader_options
 from linrnn.tasks.synthetic import TASKS, make_task

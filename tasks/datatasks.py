@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks import metrics
 
 IGNORE_INDEX = -100

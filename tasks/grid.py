@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.specs import kinds
 from linrnn.tasks.config import BACKENDS, TrainConfig, mixer_fields, mixer_subset
 from linrnn.tasks.synthetic import TASKS
@@ -190,7 +190,7 @@ def grid_row(values: dict, run_dir: str) -> dict:
         row.update(status="diverged", error=str(err), seconds=time.perf_counter() - tic,
                    seconds_per_step=None, mse=None, r2=None, evaluations=[], train_loss=thin([]))
     else:
-        from linrnn.impls.results import RUN_RESULTS, RunRecord, read
+        from linrnn.base.results import RUN_RESULTS, RunRecord, read
 
         record = read(out / RUN_RESULTS, RunRecord)      # the whole run's, also where it resumed
         final = record.evaluations[-1]
@@ -203,9 +203,9 @@ def grid_row(values: dict, run_dir: str) -> dict:
 
 
 def write_rows(path: str | Path, rows: list[dict], command: str | None = None) -> Path:
-    """The rows as a grid record (`linrnn.impls.results`), with the code version, the machine and the command that
+    """The rows as a grid record (`linrnn.base.results`), with the code version, the machine and the command that
     made them."""
-    from linrnn.impls.results import Envelope, GridRecord, ResultsError, write
+    from linrnn.base.results import Envelope, GridRecord, ResultsError, write
 
     record = GridRecord(defaults={"common": COMMON, "warmup_fraction": WARMUP_FRACTION, "evaluations": EVALUATIONS},
                         rows=rows, envelope=Envelope.here(command))

@@ -27,7 +27,7 @@ import numpy as np
 import optax
 
 from linrnn.impls.bundle import Bundle, is_recurrence_key
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.jax import from_bundle, model, precision, to_bundle
 from linrnn.tasks.config import TrainConfig
 from linrnn.tasks.datatasks import IGNORE_INDEX, ModelBatch

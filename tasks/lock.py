@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 RUN_LOCK = ".lock"                   # a run directory's lock file
 _held: dict[tuple[str, int], list] = {}   # (path, thread) -> [file descriptor, inode, depth]

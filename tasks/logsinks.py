@@ -29,7 +29,7 @@ import json
 import math
 from pathlib import Path
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 SINKS = ("tensorboard", "wandb")
 

@@ -19,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks import checkpoint as ckpt_io
 
 

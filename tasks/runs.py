@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 
 def find(root: Path) -> list[Path]:
@@ -82,7 +82,7 @@ def slurm_jobs(ids: dict[Path, str]) -> dict[Path, str]:
 
 def describe(run_dir: Path, root: Path) -> dict:
     """One row of `list`: run, task, model, seed, status, best, seconds (None where unknown)."""
-    from linrnn.impls.results import RUN_RESULTS, ResultsError, RunRecord, read
+    from linrnn.base.results import RUN_RESULTS, ResultsError, RunRecord, read
 
     try:
         config = json.loads((run_dir / "config.json").read_text())

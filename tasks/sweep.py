@@ -13,7 +13,7 @@ all three run: `linrnn.tasks.sweep_job`)
 A job (`SweepJob`) is a module-level function and its arguments, a directory of its own and a key (its inputs as
 plain JSON). Wherever it runs, `execute` runs it with its intra-op threads fixed (`threads`, default 1: PyTorch's and
 OpenMP's; a result must not depend on the machine's core count) and writes what it returned as a `job` record
-(`linrnn.impls.results.JobRecord`: the result, the executor, the threads, SLURM's job id and requeues, the machine)
+(`linrnn.base.results.JobRecord`: the result, the executor, the threads, SLURM's job id and requeues, the machine)
 to JOB_DIR/job.json, atomically. The driver gathers the records: a job whose directory already holds a record with
 its key is not run again, so rerunning the command after a crash, a Ctrl-C or a failed job runs only what has no
 record. The driver reads every result back from its record, whatever the executor, so the sweep's output is the
@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.sweep_job import LOG_TAIL, SweepJob, execute, gather, stored  # noqa: F401  (SweepJob: the API)
 
 EXECUTORS = ("serial", "local", "slurm")

@@ -101,7 +101,7 @@ def _clear_record_place(job: SweepJob) -> None:
     """A job.json that is not a file (a directory, ...) is set aside: the record is written in its place."""
     import sys
 
-    from linrnn.impls.results import JOB_RESULT
+    from linrnn.base.results import JOB_RESULT
     from linrnn.tasks.resume import set_aside
 
     path = job.folder / JOB_RESULT
@@ -110,7 +110,7 @@ def _clear_record_place(job: SweepJob) -> None:
 
 
 def _run(job: SweepJob, threads: int, executor: str, checkpoint_seconds: float | None) -> None:
-    from linrnn.impls.results import JOB_RESULT, Envelope, JobRecord, plain, write
+    from linrnn.base.results import JOB_RESULT, Envelope, JobRecord, plain, write
     from linrnn.tasks import train as training
 
     import torch
@@ -132,14 +132,14 @@ def _run(job: SweepJob, threads: int, executor: str, checkpoint_seconds: float |
 
 
 def _same_key(a: Any, b: Any) -> bool:
-    from linrnn.impls.results import plain
+    from linrnn.base.results import plain
 
     return json.dumps(plain(a), sort_keys=True) == json.dumps(plain(b), sort_keys=True)
 
 
 def stored(job: SweepJob):
     """The job's record in its directory when it has the job's key (else None: absent, another job's, unreadable)."""
-    from linrnn.impls.results import JOB_RESULT, JobRecord, ResultsError, read
+    from linrnn.base.results import JOB_RESULT, JobRecord, ResultsError, read
 
     path = job.folder / JOB_RESULT
     if not path.exists():

@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks import sweep_slurm_queue as queue
 from linrnn.tasks.lock import hold, output_lock
 from linrnn.tasks.sweep_job import SweepJob, execute, gather, stored

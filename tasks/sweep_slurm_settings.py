@@ -29,7 +29,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 # cluster.toml's keys (the flags of the same names override them) and what submitit's SlurmExecutor calls them
 CLUSTER_KEYS = {"partition": "partition", "time": "time", "gpus_per_job": "gpus_per_node",

@@ -60,9 +60,9 @@ from typing import Callable, Iterator
 import numpy as np
 from tqdm import tqdm
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
-from linrnn.impls.results import RUN_RESULTS, RunRecord, write
+from linrnn.base.results import RUN_RESULTS, RunRecord, write
 from linrnn.tasks import checkpoint as ckpt_io
 from linrnn.tasks import datatasks
 from linrnn.tasks import resume as resumed
@@ -93,7 +93,7 @@ def adapter_class(backend: str):
     try:
         return importlib.import_module(ADAPTERS[backend]).Adapter
     except ImportError as err:
-        from linrnn.impls.extras import missing
+        from linrnn.base.extras import missing
         raise (missing(err, f"training with backend {backend!r}", "train")     # [train] has torch, not jax
                or LinrnnError(f"backend {backend!r} is not available: {err}")) from None
 
@@ -475,7 +475,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after: int | None,
 
 def _readable(path: Path) -> bool:
     """Whether the run's results.json reads back (absent: False; unreadable: False, said)."""
-    from linrnn.impls.results import ResultsError, read
+    from linrnn.base.results import ResultsError, read
 
     if not path.exists():
         return False

@@ -76,7 +76,7 @@ def _result(metric: str, split: str, scored: list[dict], choose: str) -> dict:
     """The family's record: every member's scores, the best on `choose` (ties: the first, the simplest) scored on
     `split`, and when and by which code it was measured (a record's runs and its baselines may be measured at
     different times)."""
-    from linrnn.impls.results import code_version, now
+    from linrnn.base.results import code_version, now
 
     best = max(scored, key=lambda r: r[choose])
     return {"metric": metric, "split": split, "chosen_on": choose,

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks import trivial_models as fit
 from linrnn.tasks import trivial_trees as trees
 

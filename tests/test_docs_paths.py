@@ -115,7 +115,7 @@ def test_a_planted_bad_path_is_caught(tmp_path):
     assert found == [(5, "impls/torch/bench.py"), (5, "impls/{torch,jax}/scan.py"), (7, "impls/new.py")], found
 
 
-AREAS = ("impls", "verify", "theory", "tasks", "experiments", "reports")
+AREAS = ("base", "impls", "verify", "theory", "tasks", "experiments", "reports")
 MODULE = re.compile(r"(?<![\w.])linrnn((?:\.\w+)+)|`((?:%s)(?:\.\w+)+)" % "|".join(AREAS))
 NOT_A_MODULE = {"tasks.data.not_written_yet"}   # tests/tasks/data/test_cli.py: the error a missing module gives
 

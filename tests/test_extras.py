@@ -1,4 +1,4 @@
-"""The extras: pyproject.toml's optional dependencies and `linrnn.impls.extras`' table say the same, and a command
+"""The extras: pyproject.toml's optional dependencies and `linrnn.base.extras`' table say the same, and a command
 that needs a module of a missing extra says which extra, in one line, exit 2 (the modules are hidden from a
 subprocess by an import hook: every extra missing at once, as after `pip install linrnn`)."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from linrnn.impls import extras
+from linrnn.base import extras
 
 ROOT = Path(__file__).resolve().parents[1]
 

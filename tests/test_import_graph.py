@@ -14,7 +14,7 @@ import pathlib
 from collections import deque
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-AREAS = ("impls", "verify", "theory", "tasks", "experiments", "reports")   # as setup.py's package_dir
+AREAS = ("base", "impls", "verify", "theory", "tasks", "experiments", "reports")   # as setup.py's package_dir
 PACKAGE_DIRS = {"linrnn": ROOT / "linrnn", **{f"linrnn.{area}": ROOT / area for area in AREAS}}
 
 Edges = dict[str, dict[str, str]]      # module -> {imported module: "file:line" of the first statement}

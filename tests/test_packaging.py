@@ -20,7 +20,7 @@ import pytest
 import linrnn
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-AREAS = ("impls", "verify", "theory", "tasks", "experiments", "reports")
+AREAS = ("base", "impls", "verify", "theory", "tasks", "experiments", "reports")
 FRAMEWORKS = ("torch", "jax", "jaxlib", "flax", "triton")
 ROOT_LAYER = ("linrnn.cli", "linrnn.testing")   # the top: the command line and the public testing API
 
@@ -28,13 +28,14 @@ ROOT_LAYER = ("linrnn.cli", "linrnn.testing")   # the top: the command line and 
 # public testing API, linrnn/testing (the root's command line dispatches to every area); it imports a framework only
 # inside a function, when a user's array of it is handed in (tests/testing/test_plugin.py)
 LAYERS: dict[str, tuple[str, ...]] = {
-    "impls": (),
-    "verify": ("impls",),
-    "theory": ("impls",),
-    "tasks": ("impls",),
-    "experiments": ("impls", "verify", "theory", "tasks"),
-    "reports": ("impls", "verify", "theory", "tasks", "experiments"),
-    "linrnn": ("impls", "verify"),
+    "base": (),
+    "impls": ("base",),
+    "verify": ("base", "impls"),
+    "theory": ("base", "impls"),
+    "tasks": ("base", "impls"),
+    "experiments": ("base", "impls", "verify", "theory", "tasks"),
+    "reports": ("base", "impls", "verify", "theory", "tasks", "experiments"),
+    "linrnn": ("base", "impls", "verify"),
 }
 LAYER_FOLDERS = {"linrnn": "linrnn/testing"}
 
@@ -99,10 +100,11 @@ def violations(root: pathlib.Path) -> list[str]:
             for name in sorted(imported_names(path, package)):
                 if _matches(name, forbidden):
                     found.append(f"{rel} imports {name} (forbidden in {rule}/)")
-    for path in sorted((root / "impls").glob("*.py")):
-        for name in sorted(imported_names(path, "linrnn.impls")):
-            if _matches(name, FRAMEWORKS + ("linrnn.impls.torch", "linrnn.impls.jax")):
-                found.append(f"{path.relative_to(root)} imports {name} (framework-neutral impls/ module)")
+    for area in ("base", "impls"):
+        for path in sorted((root / area).glob("*.py")):
+            for name in sorted(imported_names(path, f"linrnn.{area}")):
+                if _matches(name, FRAMEWORKS + ("linrnn.impls.torch", "linrnn.impls.jax")):
+                    found.append(f"{path.relative_to(root)} imports {name} (framework-neutral {area}/ module)")
     # verify/: `*_torch.py` is the PyTorch side's (no JAX), `*_jax.py` the JAX side's (no PyTorch); the others are
     # framework-neutral, except the cross-check, whose job is to run every backend
     torch_side, jax_side = ("jax", "jaxlib", "flax", "linrnn.impls.jax"), ("torch", "triton", "linrnn.impls.torch")
@@ -123,6 +125,8 @@ def test_the_layers_are_respected():
 
 @pytest.mark.parametrize("area, line", [
     ("impls", "from linrnn.reports import ledger"),
+    ("base", "from linrnn.impls import specs"),
+    ("base", "import torch"),
     ("impls/torch", "import jax.numpy as jnp"),
     ("impls/jax", "from linrnn.impls.reference import apply_mixer"),
     ("impls/torch", "from ..reference import rotrnn"),
@@ -176,8 +180,8 @@ def test_the_docs_state_these_layers():
 
 def test_a_layer_the_docs_state_differently_is_caught():
     text = (ROOT / "docs" / "architecture.md").read_text()
-    planted = re.sub(r"(\n    tasks .*may use impls)", r"\1, theory", text, count=1)
-    assert planted != text and documented_layers(planted)["tasks"] == ("impls", "theory")
+    planted = re.sub(r"(\n    tasks .*may use base, impls)", r"\1, theory", text, count=1)
+    assert planted != text and documented_layers(planted)["tasks"] == ("base", "impls", "theory")
 
 
 def test_the_exception_names_a_file_that_exists():
@@ -251,3 +255,20 @@ def test_a_sibling_import_is_caught(tmp_path):
     s4d.write_text(s4d.read_text() + "\nfrom linrnn.impls.jax import dlr\n")
     assert sibling_imports(tmp_path) == ["impls/reference/s5.py imports linrnn.impls.reference.lru (lru's own file)",
                                          "impls/jax/s4d.py imports linrnn.impls.jax.dlr (dlr's own file)"]
+
+
+OLD_HOMES = ("linrnn.impls.errors", "linrnn.impls.results", "linrnn.impls.tolerance")   # kept for users (base/)
+OLD_HOME_FILES = {"/".join(name.split(".")[1:]) + ".py" for name in OLD_HOMES}
+
+
+def test_the_old_homes_of_the_base_modules_are_the_same_modules_and_unused_inside():
+    """`linrnn.impls.errors`, `.results` and `.tolerance` import as `linrnn.base`'s modules themselves; no module of
+    the package imports them by those names (docs/architecture.md, "What moved where")."""
+    for old in OLD_HOMES:
+        assert importlib.import_module(old) is importlib.import_module(old.replace(".impls.", ".base."))
+    users = [f"{path.relative_to(ROOT)} imports {name}" for area in ("linrnn",) + AREAS
+             for path in sorted((ROOT / area).rglob("*.py"))
+             if path.relative_to(ROOT).as_posix() not in OLD_HOME_FILES
+             for name in imported_names(path, "linrnn." + ".".join(path.relative_to(ROOT).parent.parts))
+             if _matches(name, OLD_HOMES)]
+    assert users == []

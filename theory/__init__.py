@@ -27,7 +27,7 @@ def __getattr__(name: str):
     if name in _LAZY:
         import importlib
 
-        from linrnn.impls.extras import require
+        from linrnn.base.extras import require
         require("sympy", "linrnn.theory")     # where SymPy is missing: one line naming linrnn[theory]
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'linrnn.theory' has no attribute {name!r}")

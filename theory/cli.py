@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 _SUMMARY_WIDTH = 88
 
@@ -75,7 +75,7 @@ def run_theory(args: argparse.Namespace) -> int:
     print(format_table(results))
     print(f"\n{len(results)} claims in {elapsed:.1f} s{' (quick sizes)' if args.quick else ''}")
     if target is not None:
-        from linrnn.impls.results import Envelope, TheoryRecord, command_line, write
+        from linrnn.base.results import Envelope, TheoryRecord, command_line, write
 
         write(target, TheoryRecord(result=results_payload(results, quick=args.quick),
                                    envelope=Envelope.here(command_line(args))))

@@ -29,7 +29,7 @@ import scipy.linalg
 import scipy.optimize
 import sympy as sp
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.specs.lru import LRUConfig
 from linrnn.theory.records import (

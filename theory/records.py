@@ -1,6 +1,6 @@
 """Result records for the derivations, and the one zero-test SymPy uses.
 
-Numeric checks use the project's one tolerance table (`linrnn.impls.tolerance`, its `SCALED` part).
+Numeric checks use the project's one tolerance table (`linrnn.base.tolerance`, its `SCALED` part).
 
 A derivation returns a `ClaimResult`: the claim id from docs/claims.md, the assumptions, the steps of the
 derivation (each a SymPy expression rendered once to LaTeX, presentation MathML and plain text), the
@@ -37,8 +37,8 @@ import numpy as np
 import sympy as sp
 from sympy.printing.mathml import mathml
 
-from linrnn.impls.tolerance import SCALED as TOLERANCES  # noqa: F401  (re-exported: the project's one table)
-from linrnn.impls.tolerance import scaled_tolerance as tolerance  # noqa: F401  (re-exported)
+from linrnn.base.tolerance import SCALED as TOLERANCES  # noqa: F401  (re-exported: the project's one table)
+from linrnn.base.tolerance import scaled_tolerance as tolerance  # noqa: F401  (re-exported)
 
 VERDICTS = ("proved", "verified", "fails")
 

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.theory.dlr_kernel import derive_d3
 from linrnn.theory.dlr_memory import derive_d2
 from linrnn.theory.equivalence import derive_r5

@@ -3,7 +3,7 @@
 The property test_rotrnn_closed_form_equals_the_covariance_recursion (properties/) compares the float64
 recursion Sigma_t = A Sigma_{t-1} A^T + xiB xiB^T (theory.normalisation.expected_sq_norm_recursion) with
 the closed form 1 - gamma^(2t), under the bound `covariance_recursion_tolerance` (the
-"covariance_recursion" entry of impls/tolerance.py). This script splits the error over a grid of T,
+"covariance_recursion" entry of base/tolerance.py). This script splits the error over a grid of T,
 gamma, N, H and ||M - M^T|| into
 
     rounding  float64 recursion - the same recursion in long double on the same A, xiB

@@ -1,4 +1,4 @@
-"""Once: rewrite the stored results of schema 1 (reports/results/) in the one envelope of `linrnn.impls.results`.
+"""Once: rewrite the stored results of schema 1 (reports/results/) in the one envelope of `linrnn.base.results`.
 
     python tools/migrate_results.py [DIR ...]          (default: reports/results and reports/results/sections)
 
@@ -6,7 +6,7 @@ A DIR given is searched below (e.g. the run directories of `linrnn experiment`, 
 and norms.json are then reused again rather than refused).
 
 Only the envelope changes; every value is carried over as it was, and the script checks that: each file is read
-back through `linrnn.impls.results.read` and its fields compared, value for value, with the old file's. What a
+back through `linrnn.base.results.read` and its fields compared, value for value, with the old file's. What a
 schema-1 file did not record is said so ('not recorded (schema 1)' for the code version; no command for the
 report's sections and the grids; no date for the grids). pytest-benchmark's own JSON (bench_cpu.json) is not a
 record of this project and is left alone; a file already at schema 2 is left alone.
@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from linrnn.impls import results
+from linrnn.base import results
 
 NOT_RECORDED = "not recorded (schema 1)"
 

@@ -23,7 +23,7 @@ import time
 from typing import Callable
 
 from linrnn.impls.config import RECURRENT_KINDS, MixerConfig, mixer_config  # noqa: F401  (RECURRENT_KINDS: re-exported)
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.specs import SpecView, spec
 
 

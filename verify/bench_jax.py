@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from linrnn.verify.bench import RECURRENT_KINDS, check_direction, info_record, layer_config, median_ms  # noqa: F401
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import layer
 from linrnn.impls.jax.params import from_bundle, precision

@@ -36,7 +36,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.verify.bench import check_direction
 
 

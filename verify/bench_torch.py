@@ -33,7 +33,7 @@ import torch
 
 from linrnn.verify.bench import (check_direction, info_record, interleaved_ms, layer_config,  # noqa: F401  (median_ms: re-exported)
                                 median_ms)
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.torch.layer import torch_dtype
 

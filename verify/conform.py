@@ -17,7 +17,7 @@ installed, and `linrnn-torch` / `linrnn-jax`, the project's own layers). The pro
                                           the state returned is opaque: it is only passed back
 
 The battery, for each dtype (the target's own output compared with the float64 reference's, with the
-tolerance table of `linrnn.impls.tolerance`, never a looser one):
+tolerance table of `linrnn.base.tolerance`, never a looser one):
 
     impulse      one impulse per input channel: the impulse responses at lag 0 and at lags >= 1, each on its
                  own scale (a large skip D u cannot hide the recurrence)

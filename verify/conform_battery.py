@@ -20,9 +20,9 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from linrnn.impls.config import MixerConfig
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.reference import spectral_radius
-from linrnn.impls.tolerance import tolerance
+from linrnn.base.tolerance import tolerance
 from linrnn.verify import conform_bundles as bundles
 from linrnn.verify import conform_scan as scan
 from linrnn.verify import conform_spectrum as spectrum

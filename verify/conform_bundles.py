@@ -15,7 +15,7 @@ import numpy as np
 
 from linrnn.impls import specs
 from linrnn.impls.config import MIXER_CONFIGS, MixerConfig, mixer_config
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.verify.conform_battery import run
 from linrnn.verify.conform_bundles import DEFAULT_LENGTHS, DTYPES, LONG_LENGTH, VERY_LONG_LENGTH, models
 from linrnn.verify.conform_results import format_result
@@ -50,7 +50,7 @@ def _main(args: argparse.Namespace) -> int:
                  args.very_long)
     print(format_result(result))
     if args.json:
-        from linrnn.impls.results import ConformRecord, Envelope, command_line, write
+        from linrnn.base.results import ConformRecord, Envelope, command_line, write
 
         peer = (PEERS[args.target].distribution,) if args.target in PEERS else ()     # its version in the record
         write(args.json, ConformRecord(result=result.to_dict(), envelope=Envelope.here(command_line(args), peer)))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from linrnn.impls.tolerance import tolerance
+from linrnn.base.tolerance import tolerance
 from linrnn.verify.conform_reference import fit_factor, rel_error
 from linrnn.verify.conform_results import Diagnosis
 

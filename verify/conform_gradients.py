@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
-from linrnn.impls.tolerance import tolerance
+from linrnn.base.errors import LinrnnError
+from linrnn.base.tolerance import tolerance
 from linrnn.verify.conform_bundles import BATCH, H
 from linrnn.verify.conform_diagnoses import follows
 from linrnn.verify.conform_layer import input_gradient, parameter_gradient, state_array, state_gradient, state_like

@@ -28,7 +28,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from linrnn.impls.reference.rotrnn import orthogonal
-from linrnn.impls.tolerance import tolerance
+from linrnn.base.tolerance import tolerance
 
 Params = Mapping[str, np.ndarray]
 

@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from linrnn.impls.config import MixerConfig, config_to_dict
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.verify.conform_bundles import LOW
 
 # The gradient probes: framework -> module with `input_gradient(call, u, w) -> (gradient or None, how or why

@@ -14,7 +14,7 @@ import numpy as np
 
 from linrnn.impls.config import MixerConfig
 from linrnn.impls.reference import spectral_radius
-from linrnn.impls.tolerance import tolerance
+from linrnn.base.tolerance import tolerance
 from linrnn.verify import conform_hypotheses as hypotheses
 from linrnn.verify.conform_bundles import (BATCH, COMPLEX_READOUTS, H, LAG0_DOMINANCE, LONG_RADIUS, LOW,
                                            SHORT_LENGTHS, SHORT_NAME, bundle_for, make_config, variant_name)

@@ -60,7 +60,7 @@ import torch
 if not torch.cuda.is_available() and "triton" not in sys.modules:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from linrnn.impls.errors import LinrnnError  # noqa: E402  (after the interpreter's switch)
+from linrnn.base.errors import LinrnnError  # noqa: E402  (after the interpreter's switch)
 from linrnn.impls.torch.layer import torch_dtype  # noqa: E402
 from linrnn.impls.torch import varying_scan  # noqa: E402
 from linrnn.impls.torch.scan import chunked, complex_dtype  # noqa: E402

@@ -11,7 +11,7 @@ import numpy as np
 
 from linrnn.impls.config import MixerConfig
 from linrnn.impls.reference import MIXERS, apply_mixer
-from linrnn.impls.tolerance import compare
+from linrnn.base.tolerance import compare
 from linrnn.verify.conform_bundles import COMPLEX_READOUTS, H
 
 
@@ -22,7 +22,7 @@ def reference(cfg: MixerConfig, params: Mapping[str, np.ndarray], u: np.ndarray,
 
 
 def rel_error(ref: np.ndarray, got: np.ndarray, scale: float | None = None) -> float:
-    """max|got - ref| / max(max|ref|, scale): `linrnn.impls.tolerance.compare`'s normwise measure (inf on NaN)."""
+    """max|got - ref| / max(max|ref|, scale): `linrnn.base.tolerance.compare`'s normwise measure (inf on NaN)."""
     return compare("conform", ref, got, "forward", "float64", scale=scale).rel
 
 

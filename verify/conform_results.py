@@ -1,6 +1,6 @@
 """`linrnn conform`'s results: a named deviation (`Diagnosis`), one check (`Check`), a whole run (`Result`), its verdict
 (`judge`) and the text `linrnn conform` prints (`format_result`). `Result.to_dict()` is what `--json` stores (a
-`conform` record, `linrnn.impls.results.ConformRecord`) and what the report reads.
+`conform` record, `linrnn.base.results.ConformRecord`) and what the report reads.
 
 The verdict is one of three (`VERDICTS`), decided from the checks alone, so that a stored record is judged as a run is:
 
@@ -47,7 +47,7 @@ class Check:
     name: str                   # 'impulse', 'random L=7', 'radius near 1', 'bidirectional', 'state', 'gradient'
     dtype: str
     status: str                 # 'pass', 'fail' or 'n/a'
-    rel: float | None = None    # the normwise relative error (linrnn.impls.tolerance)
+    rel: float | None = None    # the normwise relative error (linrnn.base.tolerance)
     rtol: float | None = None   # its tolerance
     detail: str = ""            # what was compared, or why the check does not apply
     diagnoses: list[Diagnosis] = field(default_factory=list)

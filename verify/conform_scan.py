@@ -28,8 +28,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
-from linrnn.impls.tolerance import compare, tolerance
+from linrnn.base.errors import LinrnnError
+from linrnn.base.tolerance import compare, tolerance
 from linrnn.verify.conform_bundles import SHORT_LENGTHS, SHORT_NAME, rng_for, run_one, variant_name
 from linrnn.verify.conform_diagnoses import float32_level
 from linrnn.verify.conform_layer import _accepts, _why, as_array, check_output

@@ -31,7 +31,7 @@ import numpy as np
 from linrnn.impls import specs
 from linrnn.impls.config import MixerConfig
 from linrnn.impls.reference import apply_mixer, spectral_radius
-from linrnn.impls.tolerance import compare, tolerance
+from linrnn.base.tolerance import compare, tolerance
 
 # the kinds with a continuous-time system and a discretisation rule (S4D, S5): each spec's `discretisation`
 DISCRETISED = specs.SpecView(lambda s: s.discretisation, only=lambda s: s.discretisation is not None)

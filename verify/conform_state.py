@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.reference import spectral_radius
 from linrnn.verify.conform_bundles import BATCH, H, bundle_for, make_config
 from linrnn.verify.conform_diagnoses import explain_state, follows

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from linrnn.impls import specs
-from linrnn.impls.errors import LinrnnError
-from linrnn.impls.results import STORED_DIR, ConformRecord, ResultsError, read
+from linrnn.base.errors import LinrnnError
+from linrnn.base.results import STORED_DIR, ConformRecord, ResultsError, read
 from linrnn.verify.conform_layer import _why
 from linrnn.verify.conform_results import judge
 

@@ -36,7 +36,7 @@ from torch import nn
 
 from linrnn.impls.bundle import Bundle
 from linrnn.impls.config import config_from_dict
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.torch import from_bundle
 from linrnn.impls.torch.layer import MODES, torch_dtype
 from linrnn.verify.peers_torch import PEERS, check_peer, missing_reason

@@ -38,11 +38,11 @@ import numpy as np
 from linrnn.impls.bundle import Bundle
 from linrnn.impls.config import mixer_config as config_mixer
 from linrnn.impls.config import modes
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls import specs
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
-from linrnn.impls.tolerance import Comparison, compare, memory
+from linrnn.base.tolerance import Comparison, compare, memory
 
 MODES = ("sequential", "scan", "conv", "step", "full", "chunked")   # of every kind (`applicable`: a kind's own)
 DTYPES = ("float64", "float32")
@@ -386,7 +386,7 @@ def _main(args: argparse.Namespace) -> int:
     print(f"{len(result['entries'])} comparisons in {time.perf_counter() - start:.0f} s: "
           + ("all within the tolerance table" if not bad else f"{bad} EXCEED the tolerance table"))
     if args.json:
-        from linrnn.impls.results import CrosscheckRecord, Envelope, command_line, write
+        from linrnn.base.results import CrosscheckRecord, Envelope, command_line, write
 
         write(args.json, CrosscheckRecord(result=result, envelope=Envelope.here(command_line(args))))
     return 0 if result["ok"] else 1

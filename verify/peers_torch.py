@@ -28,7 +28,7 @@ import importlib
 import torch
 from torch import nn
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 INSTALL = "install linrnn[peers] (pip install 'linrnn[peers]')"
 PEERS = {              # name -> (distribution on PyPI, import name)

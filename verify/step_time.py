@@ -21,7 +21,7 @@ import statistics
 import time
 from typing import Callable, Sequence
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 
 def _check(positions: Sequence[int], block: int, rounds: int) -> None:

@@ -36,7 +36,7 @@ if __name__ == "jax":   # impls/ is the working directory, so this folder shadow
     raise ImportError("`import jax` found linrnn's impls/jax folder, not the JAX library: Python was started "
                       "inside impls/ (its folder comes first on sys.path); start it from another directory")
 
-from linrnn.impls.extras import require
+from linrnn.base.extras import require
 
 require("jax", "linrnn.impls.jax")   # where JAX is missing: one line naming linrnn[jax]
 import jax.numpy as jnp  # noqa: E402
@@ -45,7 +45,7 @@ import numpy as np  # noqa: E402
 from linrnn.impls.checks import check_lengths, check_sequences, check_tokens
 from linrnn.impls.config import DTYPES as _DTYPES
 from linrnn.impls.config import LOW_DTYPES
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.jax import layer, model
 from linrnn.impls.jax.layer import MODES, apply, step
 from linrnn.impls.segments import check_layer_only

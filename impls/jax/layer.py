@@ -41,7 +41,7 @@ from jax import lax
 
 from linrnn.impls import checks
 from linrnn.impls.config import LOW_DTYPES, MixerConfig
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.jax.params import check_compute_dtype
 from linrnn.impls.segments import check_packing as checks_packing, pieces
 from linrnn.impls.specs import implementations, spec

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 
 from linrnn.impls.bundle import sub_params
 from linrnn.impls.config import BATCHNORM_MOMENTUM, LOW_DTYPES, ModelConfig
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.jax import layer
 from linrnn.impls.jax.params import check_compute_dtype
 

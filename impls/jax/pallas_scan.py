@@ -59,7 +59,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as plgpu
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.jax.params import check_dtype
 
 MAX_BLOCK_N = 128   # lanes per program: one float per thread per row at 4 warps

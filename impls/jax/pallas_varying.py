@@ -36,7 +36,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as plgpu
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.jax.pallas_scan import available, default_block_n, unavailable_reason
 from linrnn.impls.jax.params import check_dtype
 

@@ -30,7 +30,7 @@ import numpy as np
 from linrnn.impls.bundle import RECURRENCE_KEYS, Bundle, check_compute_range, is_recurrence_key
 from linrnn.impls.checks import check_dtype as check_dtype_name
 from linrnn.impls.config import LOW_DTYPES, STATE_DTYPE, Config, ModelConfig
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 Params = Mapping[str, jnp.ndarray]
 

@@ -56,7 +56,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 
 def exponents(start, length: int, log_lam: jnp.ndarray) -> jnp.ndarray:

@@ -12,7 +12,7 @@ import numpy as np
 
 from linrnn.impls.checks import check_mode, check_sequences, check_stateless
 from linrnn.impls.config import MixerConfig, modes
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.segments import check_packing, padding_segments, valid
 from linrnn.impls.specs import implementations
 

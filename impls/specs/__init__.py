@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.specs import attention, dlr, lru, rglru, rotrnn, s4d, s5
 from linrnn.impls.specs.base import BACKENDS, ModelSpec
 

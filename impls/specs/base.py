@@ -4,7 +4,7 @@ A model's file holds its config class, its initialiser, its bundle's shapes and 
 (tests/models/toy_source.py is the smallest); this module gives it the record (`ModelSpec`), the field checks its
 config's `__post_init__` calls (each a one-line `LinrnnError` naming the class and the field), the draws the
 initialisers share, and the contract's per-backend modes (`MODES`). It imports no other module of the package but
-`linrnn.impls.errors`, so the contract files sit below the registry (`linrnn.impls.specs`), which registers the
+`linrnn.base.errors`, so the contract files sit below the registry (`linrnn.impls.specs`), which registers the
 built-in seven, and everything that reads it (`linrnn.impls.config`, `bundle`, `init`) sits above: no import cycle
 (tests/test_import_graph.py).
 
@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 # -- the contract's modes -------------------------------------------------------------------------------
 

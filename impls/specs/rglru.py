@@ -16,7 +16,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.specs.base import ModelSpec, check_bool, check_float, check_int
 
 # RecurrentGemma draws a^2 ~ U[r_min^2, r_max^2] + 1e-8 (its `rnn_param_init` / `rnn_real_param_init`, eps = 1e-8)

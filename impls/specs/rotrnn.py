@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.specs.base import ModelSpec, check_bool, check_choice, check_float, check_int, log_uniform
 
 

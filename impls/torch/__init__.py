@@ -22,7 +22,7 @@ if __name__ == "torch":   # impls/ is the working directory, so this folder shad
     raise ImportError("`import torch` found linrnn's impls/torch folder, not PyTorch: Python was started "
                       "inside impls/ (its folder comes first on sys.path); start it from another directory")
 
-from linrnn.impls.extras import require
+from linrnn.base.extras import require
 
 require("torch", "linrnn.impls.torch")   # where PyTorch is missing: one line naming linrnn[torch]
 import numpy as np  # noqa: E402
@@ -31,7 +31,7 @@ import torch  # noqa: E402
 from linrnn.impls.bundle import Bundle
 from linrnn.impls.checks import check_dtype, check_lengths, check_mode, check_sequences, check_tokens
 from linrnn.impls.config import DTYPES as _DTYPES
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.segments import check_layer_only
 from linrnn.impls.specs import implementations
 from linrnn.impls.torch.attention import Attention

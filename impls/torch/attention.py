@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from linrnn.impls import checks
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.specs.attention import AttentionConfig
 from linrnn.impls.torch.layer import Mixer, padding_mask
 

@@ -25,7 +25,7 @@ from torch import nn
 from linrnn.impls import checks
 from linrnn.impls.bundle import RECURRENCE_KEYS, Bundle, check_compute_range, expected_shapes, mixer_shapes
 from linrnn.impls.config import DTYPES, LOW_DTYPES, STATE_DTYPE
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.segments import check_packing, pieces, starts
 from linrnn.impls.specs.base import MODES as _MODES
 

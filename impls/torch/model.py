@@ -34,7 +34,7 @@ from torch.utils.checkpoint import checkpoint as recompute_in_backward
 from linrnn.impls import checks
 from linrnn.impls.bundle import Bundle, sub_params
 from linrnn.impls.config import BATCHNORM_MOMENTUM, ModelConfig
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.specs import implementations
 from linrnn.impls.torch.layer import LOW, MODES, export_bundle, load_bundle, padding_mask, torch_dtype
 

@@ -79,7 +79,7 @@ from types import SimpleNamespace
 
 import torch
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.torch.autodiff import recorded, transformed, vjp_through
 from linrnn.impls.torch.scan import chunk_length, complex_dtype, powers, sequential
 

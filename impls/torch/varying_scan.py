@@ -48,7 +48,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.torch.autodiff import recorded, transformed, vjp_through
 from linrnn.impls.torch.scan import chunk_length
 

@@ -24,7 +24,7 @@ from typing import Mapping
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.testing import battery
 
 CASE_KEY = "__case__"       # the replay file's entry holding the case as JSON

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.verify import conform
 
 Report = conform.Result       # `str(report)` is `linrnn conform`'s text; `report.ok`; `report.diagnoses()`

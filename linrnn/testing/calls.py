@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
-from linrnn.impls.tolerance import tolerance
+from linrnn.base.errors import LinrnnError
+from linrnn.base.tolerance import tolerance
 from linrnn.testing.oracle import DTYPE_ROWS, _framework, assert_close, to_numpy
 
 

@@ -13,8 +13,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
-from linrnn.impls.tolerance import FACTORS, LOW, compare
+from linrnn.base.errors import LinrnnError
+from linrnn.base.tolerance import FACTORS, LOW, compare
 
 # NumPy's names of the dtypes an array can be compared in, and the tolerance table's row for each
 DTYPE_ROWS = {"float64": "float64", "complex128": "float64", "float32": "float32", "complex64": "float32",

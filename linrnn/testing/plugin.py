@@ -156,7 +156,7 @@ def linrnn_bundle(request):
     fields = dict(marker.kwargs)
     if marker.args:
         fields.setdefault("kind", marker.args[0])
-    from linrnn.impls.errors import LinrnnError
+    from linrnn.base.errors import LinrnnError
     from linrnn.testing.oracle import make_bundle
     try:
         return make_bundle(**fields)

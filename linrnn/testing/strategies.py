@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
-from linrnn.impls.extras import require
+from linrnn.base.errors import LinrnnError
+from linrnn.base.extras import require
 
 require("hypothesis", "linrnn.testing.strategies")
 from hypothesis import reject  # noqa: E402  (after the one-line error naming the extra)

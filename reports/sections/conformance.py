@@ -47,7 +47,7 @@ from pathlib import Path
 
 from linrnn.verify.conform import DEFAULT_LENGTHS, PEERS, dtypes_for, judge, peers_table, run, unavailable
 from linrnn.impls.config import RECURRENT_KINDS
-from linrnn.impls.results import STORED_DIR, ConformRecord, ResultsError, read
+from linrnn.base.results import STORED_DIR, ConformRecord, ResultsError, read
 
 NAME = "conformance"
 TITLE = "Conformance: implementations written elsewhere, checked by linrnn conform"

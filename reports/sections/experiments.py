@@ -27,7 +27,7 @@ from scipy import stats as scipy_stats
 from linrnn.experiments import claims as experiments
 from linrnn.experiments import runner, synthetic_gated
 from linrnn.reports import plots
-from linrnn.impls.results import ExperimentRecord
+from linrnn.base.results import ExperimentRecord
 from linrnn.reports.results import read_stored
 from linrnn.reports.sections.training_reduced import _is_number
 from linrnn.tasks.config import nest_legacy
@@ -70,7 +70,7 @@ def compute(quick: bool, progress) -> tuple[dict, dict]:
 
 def check_stored(record) -> str | None:
     """What is wrong with a stored record's content (None: nothing); its envelope and fields are checked by
-    `linrnn.impls.results.read`."""
+    `linrnn.base.results.read`."""
     from linrnn.reports.ledger import conforms
 
     problem = conforms(record, RECORD_SHAPE, "record")

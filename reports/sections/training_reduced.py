@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from linrnn.impls.results import STORED_DIR, ReducedTrainingRecord
+from linrnn.base.results import STORED_DIR, ReducedTrainingRecord
 from linrnn.reports import plots
 from linrnn.reports.results import read_stored
 from linrnn.tasks.grid import thin

@@ -33,7 +33,7 @@ from pathlib import Path
 from linrnn.experiments import peer_speed
 from linrnn.experiments.training_speed import DIRECTIONS, PEERS, check_stored, derive, scaling, sweep, targets
 from linrnn.reports import plots
-from linrnn.impls.results import STORED_DIR, TrainingSpeedRecord
+from linrnn.base.results import STORED_DIR, TrainingSpeedRecord
 from linrnn.reports.results import read_stored
 
 NAME = "training_speed"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 # task name -> (loader module, options that the task name fixes)
 LOADERS: dict[str, tuple[str, dict]] = {

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.data.dataset import Split
 
 

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 MANIFEST = "manifest.json"
 LOCAL = ".linrnn-cache"  # the cache folder inside a data folder; never part of a fingerprint

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.data import TASKS, loader
 
 

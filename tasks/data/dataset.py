@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.data import cache as cachemod
 
 SPLITS = ("train", "val", "test")

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 # folders above a task folder that archives extract to
 PARENTS = ("", "lra_release", "lra_release/lra_release")

@@ -20,7 +20,7 @@ import io
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.data import cache as cachemod
 from linrnn.tasks.data import dataset as ds_
 from linrnn.tasks.data import layout

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.data import cache as cachemod
 from linrnn.tasks.data import dataset as ds_
 from linrnn.tasks.data import layout

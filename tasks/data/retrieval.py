@@ -19,7 +19,7 @@ import dataclasses
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.data import cache as cachemod
 from linrnn.tasks.data import chars
 from linrnn.tasks.data import dataset as ds_

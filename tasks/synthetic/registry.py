@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.synthetic import atomic, masked_select, mips, solve
 
 # A generator draws one float64 batch: (rng, L, B) -> (inputs (B L_in d_in), targets (B L_out d_out)).

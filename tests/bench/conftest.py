@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from linrnn.experiments.training_speed import derive, markdown, scaling, stored_record, targets
-from linrnn.impls.results import write
+from linrnn.base.results import write
 
 GROWTH = (4096, 16384)      # the longest pair these benchmarks time
 

@@ -19,8 +19,8 @@ from linrnn.cli import main as cli_main
 from linrnn.experiments import (claims, long_shift, norms_listops, runner, speech, subtrees_segmentation,
                                 synthetic_tasks)
 from linrnn.experiments.reduced_training import DataSet
-from linrnn.impls import results
-from linrnn.impls.errors import LinrnnError
+from linrnn.base import results
+from linrnn.base.errors import LinrnnError
 from linrnn.reports import ledger
 from linrnn.reports.render import render
 from linrnn.reports.results import read_results, write_result
@@ -928,7 +928,7 @@ def test_no_name_is_one_line_and_status_2_and_list_names_every_experiment(capsys
 
 def test_a_data_folder_generated_with_other_options_is_refused_in_one_line(tmp_path, monkeypatch):
     from linrnn.experiments import reduced_training
-    from linrnn.impls.errors import LinrnnError
+    from linrnn.base.errors import LinrnnError
     from linrnn.tasks.data import generate
 
     made = []

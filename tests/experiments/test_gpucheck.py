@@ -23,9 +23,9 @@ import torch
 from linrnn.cli import main
 from linrnn.experiments import gpucheck, gpukernels, speed
 from linrnn.verify import crosscheck
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.reports import cli as report_cli
-from linrnn.impls.results import SCHEMA_VERSION
+from linrnn.base.results import SCHEMA_VERSION
 from linrnn.reports.results import read_results
 from linrnn.reports.sections import gpucheck as gpu_section
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from linrnn.experiments import peer_speed
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.verify import bench_peers
 
 GROUP = peer_speed.group("scans, PyTorch", ("linrnn chunked scan", "mambapy", "fla-hgrn-naive", "mamba-ssm-ref"),
@@ -101,7 +101,7 @@ def test_a_peer_that_fails_or_is_missing_says_why_and_the_others_are_timed(fake,
 
 
 def test_the_stored_record_round_trips_and_a_bad_one_is_a_reason(fake, tmp_path):
-    from linrnn.impls.results import write
+    from linrnn.base.results import write
 
     result = peer_speed.measure((GROUP,), 3)
     assert len(result["rows"]) == 8 and result["config"]["rounds"] == 3
@@ -113,7 +113,7 @@ def test_the_stored_record_round_trips_and_a_bad_one_is_a_reason(fake, tmp_path)
     assert stored is None and why == f"no stored record ({peer_speed.STORED}): `{peer_speed.COMMAND}` writes it"
     bad = {**peer_speed.stored_record(result, "x").sweep}
     bad["peers"] = {"rows": [{"route": "mambapy"}], "config": {}}
-    from linrnn.impls.results import TrainingSpeedRecord
+    from linrnn.base.results import TrainingSpeedRecord
     write(tmp_path / peer_speed.STORED, TrainingSpeedRecord(sweep=bad))
     stored, why = peer_speed.load_stored(tmp_path)
     assert stored is None and why.startswith(f"{peer_speed.STORED}: sweep.peers.rows[0]: expected an object with ")
@@ -129,7 +129,7 @@ def test_the_command_checks_its_rounds_before_timing(cli):
 
 
 def test_the_section_shows_the_stored_record_and_why_the_quick_report_has_no_live_rounds(fake, tmp_path, monkeypatch):
-    from linrnn.impls.results import write
+    from linrnn.base.results import write
     from linrnn.reports.render import render
     from linrnn.reports.results import read_results, write_result
     from linrnn.reports.sections import training_speed as section

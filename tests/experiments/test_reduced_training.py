@@ -16,7 +16,7 @@ import pytest
 
 from linrnn.cli import main as cli_main
 from linrnn.experiments import reduced_training as rt
-from linrnn.impls import results as stored
+from linrnn.base import results as stored
 from linrnn.reports.sections import training_reduced
 from linrnn.tasks.config import TrainConfig
 

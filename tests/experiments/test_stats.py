@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as sps
 
 from linrnn.experiments import stats
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 
 def test_welch_matches_the_welch_satterthwaite_formulas_worked_by_hand():

@@ -8,7 +8,7 @@ import pytest
 
 from linrnn.experiments import synthetic_gated as gated
 from linrnn.experiments.runner import STORED_DIR, stored_rows
-from linrnn.impls.results import ExperimentRecord, read, to_dict
+from linrnn.base.results import ExperimentRecord, read, to_dict
 
 STORED = STORED_DIR / "experiment-synthetic-gated.json"
 

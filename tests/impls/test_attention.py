@@ -12,7 +12,7 @@ from linrnn.verify import crosscheck
 from linrnn.impls.bundle import RECURRENCE_KEYS, load, mixer_shapes
 from linrnn.impls.config import mixer_config
 from linrnn.impls.specs.attention import AttentionConfig
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import attention as jax_attention
 from linrnn.impls.jax import from_bundle as jax_params
@@ -21,7 +21,7 @@ from linrnn.impls.jax import precision, recurrence_mask
 from linrnn.impls.reference import apply_mixer
 from linrnn.impls.reference import attention as ref_attention
 from linrnn.impls.reference.model import forward
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 from linrnn.impls.torch import attention as torch_attention
 from linrnn.impls.torch import from_bundle, parameter_groups
 

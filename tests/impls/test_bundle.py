@@ -9,7 +9,7 @@ import pytest
 from linrnn.impls import specs
 from linrnn.impls.bundle import META_KEY, Bundle, load, mixer_shapes, model_shapes
 from linrnn.impls.config import SCHEMA_VERSION, ModelConfig, config_from_dict, config_to_dict
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.specs.dlr import DLRConfig
 from linrnn.impls.specs.lru import LRUConfig

@@ -12,7 +12,7 @@ from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer
 from linrnn.impls.reference.model import forward
 from linrnn.impls.specs.lru import LRUConfig
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 
 
 

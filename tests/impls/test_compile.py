@@ -24,7 +24,7 @@ import torch._dynamo
 from linrnn.impls import specs
 from linrnn.impls.config import mixer_config, modes
 from linrnn.impls.init import init
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 from linrnn.impls.torch import MIXERS
 
 pytestmark = pytest.mark.slow

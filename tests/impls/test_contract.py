@@ -15,7 +15,7 @@ import torch
 from linrnn.impls import jax as jax_side, reference, specs, torch as torch_side
 from linrnn.impls.bundle import RECURRENCE_KEYS, is_recurrence_key, mixer_shapes
 from linrnn.impls.config import DTYPES, RECURRENT_KINDS, ModelConfig, mixer_config
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import scan as jax_scan
 from linrnn.impls.reference import apply_mixer
@@ -23,7 +23,7 @@ from linrnn.impls.specs.base import MODES
 from linrnn.impls.specs.dlr import DLRConfig
 from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 from linrnn.impls.torch import scan as torch_scan
 from linrnn.verify import bench_jax as jax_bench, bench_torch as torch_bench
 from linrnn.verify.bench import layer_config

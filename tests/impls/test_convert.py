@@ -7,13 +7,13 @@ from linrnn.impls.backends import backend
 from linrnn.impls.bundle import Bundle, load
 from linrnn.impls.config import ModelConfig
 from linrnn.impls.convert import group_modes, lru_to_rotrnn, output_terms, rotrnn_to_lru
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.specs.dlr import DLRConfig
 from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 
 L = 17  # odd; memory min(L, 1/(1 - r)) with r up to 0.9999
 

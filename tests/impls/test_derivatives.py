@@ -31,12 +31,12 @@ import torch.func
 
 from linrnn.impls import jax as lj
 from linrnn.impls.config import RECURRENT_KINDS, mixer_config, modes
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import layer
 from linrnn.impls.jax import scan as scan_module
 from linrnn.impls.reference import MIXERS, apply_mixer, spectral_radius
-from linrnn.impls.tolerance import (assert_close, central_difference_scale, memory, scaled_tolerance)
+from linrnn.base.tolerance import (assert_close, central_difference_scale, memory, scaled_tolerance)
 from linrnn.impls.torch import MIXERS as TORCH_MIXERS
 from linrnn.impls.torch import autodiff, layer_scan
 

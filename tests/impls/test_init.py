@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from linrnn.impls.tolerance import assert_close, tolerance
+from linrnn.base.tolerance import assert_close, tolerance
 
 SLACK = tolerance("identity", "float64").rtol   # rounding of exp/log in the parameterisation
 

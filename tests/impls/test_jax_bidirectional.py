@@ -25,7 +25,7 @@ from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.specs.dlr import DLRConfig
 from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 
 MODES = ("scan", "sequential", "conv")          # `step` streams: a bidirectional layer has none
 BIDIRECTIONAL = {   # the two equations of the docstring; S4D, S5: DLR's and the LRU's (tests/models/ cross-check them)

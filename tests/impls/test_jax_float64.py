@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from linrnn.impls.config import ModelConfig
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import apply_bundle, float64, float64_enabled, from_bundle, layer, model
 from linrnn.impls.reference import apply_mixer, spectral_radius
@@ -20,7 +20,7 @@ from linrnn.impls.reference.model import forward as reference_forward
 from linrnn.impls.specs.dlr import DLRConfig
 from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 
 CONFIGS = [RotRNNConfig(d_model=3, d_state=4, heads=2), LRUConfig(d_model=3, d_state=4), DLRConfig(d_model=3, d_state=4)]
 L = 7

@@ -22,7 +22,7 @@ from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.specs.s4d import S4DConfig
 from linrnn.impls.specs.s5 import S5Config
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 
 pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)
 

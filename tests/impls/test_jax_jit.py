@@ -19,7 +19,7 @@ import pytest
 from linrnn.impls import jax as lj, specs
 from linrnn.impls.config import mixer_config, modes
 from linrnn.impls.init import init
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 
 pytestmark = pytest.mark.slow
 

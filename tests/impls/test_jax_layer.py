@@ -16,7 +16,7 @@ import pytest
 
 from linrnn.impls import specs
 from linrnn.impls.config import ModelConfig, mixer_config, modes
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import apply_bundle, depthwise, dlr, from_bundle, layer, model, s4d, s5
 from linrnn.impls.reference import apply_mixer, s4d as ref_s4d, s5 as ref_s5, spectral_radius
@@ -25,7 +25,7 @@ from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.specs.s4d import S4DConfig
 from linrnn.impls.specs.s5 import S5Config
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 
 rng = np.random.default_rng(0)
 # small cases of the built-in models with a state size (a model added later: its spec's sizes, `mixer_config`)

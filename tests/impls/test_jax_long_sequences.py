@@ -14,7 +14,7 @@ import jax
 import pytest
 
 from linrnn.impls.jax import from_bundle, layer
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 
 
 @pytest.fixture(autouse=True, scope="module")

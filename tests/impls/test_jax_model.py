@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from linrnn.impls.config import ModelConfig
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import from_bundle, model
 from linrnn.impls.reference import spectral_radius
@@ -20,7 +20,7 @@ from linrnn.impls.reference.model import forward as reference_forward
 from linrnn.impls.specs.dlr import DLRConfig
 from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 
 B, L = 3, 6
 LENGTHS = np.array([6, 2, 5])

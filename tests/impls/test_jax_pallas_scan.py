@@ -17,10 +17,10 @@ from jax.test_util import check_grads
 
 pytest.importorskip("jax.experimental.pallas.triton", reason="this JAX has no Pallas Triton (GPU) lowering")
 
-from linrnn.impls.errors import LinrnnError                     # noqa: E402
+from linrnn.base.errors import LinrnnError                     # noqa: E402
 from linrnn.impls.jax import pallas_scan                         # noqa: E402
 from linrnn.impls.jax.scan import sequential                     # noqa: E402
-from linrnn.impls.tolerance import assert_close                  # noqa: E402
+from linrnn.base.tolerance import assert_close                  # noqa: E402
 
 N = 6
 R_MAX = 0.999

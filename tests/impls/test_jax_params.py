@@ -9,7 +9,7 @@ import pytest
 
 from linrnn.impls.bundle import RECURRENCE_KEYS, mixer_kind
 from linrnn.impls.config import ModelConfig
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import from_bundle, recurrence_mask, to_bundle
 from linrnn.impls.specs.dlr import DLRConfig

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 from jax.test_util import check_grads
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import from_bundle, layer, scan
 from linrnn.impls.reference import spectral_radius
@@ -36,7 +36,7 @@ from linrnn.impls.specs.dlr import DLRConfig
 from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.specs.s4d import S4DConfig
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 
 pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)
 

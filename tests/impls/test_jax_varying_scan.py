@@ -8,9 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.jax import float64, varying_scan
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 
 N = 5
 DTYPES = {("float32", False): jnp.float32, ("float64", False): jnp.float64, ("float32", True): jnp.complex64,

@@ -30,10 +30,10 @@ from linrnn.impls import backends, specs
 from linrnn.impls import jax as lj
 from linrnn.impls.bundle import RECURRENCE_KEYS
 from linrnn.impls.config import RECURRENT_KINDS, LOW_DTYPES, ModelConfig, mixer_config, modes
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.reference import MIXERS, apply_mixer, spectral_radius
-from linrnn.impls.tolerance import assert_close, tolerance
+from linrnn.base.tolerance import assert_close, tolerance
 from linrnn.impls.torch import from_bundle
 
 B, L, H, N = 2, 64, 4, 4

@@ -19,13 +19,13 @@ from scipy.special import erf
 
 from linrnn.impls.bundle import Bundle, load, model_shapes, sub_params
 from linrnn.impls.config import ModelConfig, config_from_dict, config_to_dict
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.jax import from_bundle, model as jax_model
 from linrnn.impls.reference import model as reference, spectral_radius
 from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 from linrnn.impls.torch import Model
 
 pytestmark = pytest.mark.slow   # half a minute or more in all: the workers take this file early (conftest.py)

@@ -18,11 +18,11 @@ from scipy.signal import lfilter
 from linrnn.impls import backends, specs
 from linrnn.impls.bundle import Bundle
 from linrnn.impls.config import mixer_config, modes
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, dlr, lru, rotrnn, s4d, s5, spectral_radius
 from linrnn.impls.specs.base import DT_FLOOR
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 
 # The edges below are written in these models' own parameters (phases, steps, log-moduli); the RG-LRU's are in
 # tests/models/test_rglru.py. The smallest sizes run every registered kind.

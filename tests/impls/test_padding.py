@@ -19,12 +19,12 @@ import torch
 from linrnn.impls import backends
 from linrnn.impls import jax as lj
 from linrnn.impls.config import RECURRENT_KINDS, ModelConfig, mixer_config, modes
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.reference.model import forward as reference_forward
 from linrnn.impls.segments import padding_segments
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 from linrnn.impls.torch import MIXERS as TORCH_MIXERS
 from linrnn.impls.torch import Model
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from linrnn.impls.config import ModelConfig
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_bundle, apply_mixer, dlr, lru, rotrnn, s4d, s5
 from linrnn.impls.reference.model import forward
@@ -13,7 +13,7 @@ from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.specs.s4d import S4DConfig
 from linrnn.impls.specs.s5 import S5Config
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 
 rng = np.random.default_rng(0)
 

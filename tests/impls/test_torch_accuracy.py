@@ -19,7 +19,7 @@ from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.specs.dlr import DLRConfig
 from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
-from linrnn.impls.tolerance import compare
+from linrnn.base.tolerance import compare
 from linrnn.impls.torch import MODES, from_bundle
 
 DTYPES = ("float32", "float64")

@@ -11,13 +11,13 @@ import linrnn.impls.torch as torch_backend
 from linrnn.cli import main
 from linrnn.impls.backends import backend
 from linrnn.impls.config import ModelConfig
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_bundle as reference_apply, spectral_radius
 from linrnn.impls.specs.dlr import DLRConfig
 from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 
 LAYERS = [RotRNNConfig(d_model=3, d_state=2, heads=2, bidirectional=True), LRUConfig(d_model=3, d_state=4),
           DLRConfig(d_model=3, d_state=4, bidirectional=True)]

@@ -24,7 +24,7 @@ from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.specs.dlr import DLRConfig
 from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 from linrnn.impls.torch import from_bundle
 
 MODES = ("scan", "sequential", "conv")          # `step` streams: a bidirectional layer has none

@@ -20,7 +20,7 @@ from linrnn.impls.reference import spectral_radius
 from linrnn.impls.specs.dlr import DLRConfig
 from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 from linrnn.impls.torch import MODES, dlr, from_bundle
 
 # DLR's routes beside the diagonal layers' (`final_state=False` is the Mixer's, not a model's)

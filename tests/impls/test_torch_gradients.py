@@ -19,7 +19,7 @@ from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.specs.s4d import S4DConfig
 from linrnn.impls.specs.s5 import S5Config
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 from linrnn.impls.torch import MODES, dlr, from_bundle
 
 # every registered kind with the four views and a state (attention: tests/impls/test_attention.py; the RG-LRU, no conv

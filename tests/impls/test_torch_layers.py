@@ -10,7 +10,7 @@ import torch
 
 from linrnn.impls import specs
 from linrnn.impls.config import mixer_config, modes
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, dlr as ref_dlr, s4d as ref_s4d, spectral_radius
 from linrnn.impls.specs.dlr import DLRConfig
@@ -18,7 +18,7 @@ from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
 from linrnn.impls.specs.s4d import S4DConfig
 from linrnn.impls.specs.s5 import S5Config
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 from linrnn.impls.torch import DLR, LRU, MODES, S4D, S5, RotRNN, from_bundle, parameter_groups
 from linrnn.impls.torch.rotrnn import orthogonal
 

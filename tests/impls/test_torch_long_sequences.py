@@ -11,7 +11,7 @@ memory = min(L, 1 / (1 - r)) = L at these decays.
 import pytest
 import torch
 
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 from linrnn.impls.torch import from_bundle
 
 

@@ -7,14 +7,14 @@ import pytest
 import torch
 
 from linrnn.impls.config import ModelConfig
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
 from linrnn.impls.reference import spectral_radius
 from linrnn.impls.reference.model import forward as reference_forward
 from linrnn.impls.specs.dlr import DLRConfig
 from linrnn.impls.specs.lru import LRUConfig
 from linrnn.impls.specs.rotrnn import RotRNNConfig
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 from linrnn.impls.torch import MODES, Model, parameter_groups, recurrence_parameters
 from linrnn.impls.torch.model import TimeSharedDropout
 

@@ -9,7 +9,7 @@ import torch
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.specs.dlr import DLRConfig
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 from linrnn.impls.torch import DLR, dlr, scan
 from linrnn.impls.torch.conv import causal_conv, fft_length
 from linrnn.impls.torch.diagonal import lane_conv

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from linrnn.impls.errors import LinrnnError
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.errors import LinrnnError
+from linrnn.base.tolerance import assert_close
 from linrnn.impls.torch import diagonal, dlr, layer_scan, scan
 
 LENGTHS = (1, 2, 7, 64, 65, 130)

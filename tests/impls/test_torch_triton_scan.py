@@ -20,8 +20,8 @@ import torch
 
 triton = pytest.importorskip("triton", reason="the Triton scan needs triton (pip install triton)")
 
-from linrnn.impls.errors import LinrnnError
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.errors import LinrnnError
+from linrnn.base.tolerance import assert_close
 from linrnn.impls.torch import fast_scan, scan, triton_scan
 
 R_MAX = 0.999

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from linrnn.impls.errors import LinrnnError
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.errors import LinrnnError
+from linrnn.base.tolerance import assert_close
 from linrnn.impls.torch import fast_scan, varying_scan
 
 CASES = [(1, None), (3, 8), (10, 4), (17, None)]          # (L, T)

@@ -10,7 +10,7 @@ from linrnn.impls import backends
 from linrnn.impls.config import mixer_config, modes
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 
 KIND = "rglru"
 

@@ -29,9 +29,9 @@ from linrnn.experiments import gpucheck
 from linrnn.impls import config
 from linrnn.verify import bench, conform, crosscheck
 from linrnn.impls.config import MIXER_CONFIGS, config_from_dict, config_to_dict, mixer_config
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
-from linrnn.impls.results import RUN_RESULTS, RunRecord, read
+from linrnn.base.results import RUN_RESULTS, RunRecord, read
 from linrnn.tasks.grid import grid_config
 
 HERE = Path(__file__).resolve().parent

@@ -21,7 +21,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.specs import ModelSpec
 
 PLANTED = {"torch_D": 1.0}   # a test multiplies the PyTorch side's D by this to plant a bug

@@ -130,7 +130,7 @@ def test_an_absent_peer_is_named_with_the_reason(tmp_path, monkeypatch):
 
 
 def stored_record(target: str, model: str, deviates: bool = True, version: str = "9.9"):
-    from linrnn.impls.results import ConformRecord, Envelope
+    from linrnn.base.results import ConformRecord, Envelope
 
     checks = [{"name": "impulse", "dtype": "float32", "status": "fail" if deviates else "pass", "rel": 0.5,
                "rtol": 1e-5, "detail": "planted <b>", "diagnoses": []}]
@@ -145,7 +145,7 @@ def stored_record(target: str, model: str, deviates: bool = True, version: str =
 
 
 def test_a_peer_that_cannot_run_here_shows_its_stored_finding_marked_as_stored(tmp_path, monkeypatch):
-    from linrnn.impls.results import write
+    from linrnn.base.results import write
     from linrnn.reports import digest
 
     monkeypatch.setattr(section, "PEER_RUNS", (("lru-pytorch", "lru"),))
@@ -182,7 +182,7 @@ def test_a_peer_that_cannot_run_here_shows_its_stored_finding_marked_as_stored(t
 
 
 def test_a_stored_finding_of_another_target_or_unreadable_is_no_finding(tmp_path):
-    from linrnn.impls.results import write
+    from linrnn.base.results import write
 
     write(tmp_path / "lru-pytorch--lru.json", stored_record("s5-pytorch", "lru"))
     (tmp_path / "lrnnx--lru.json").write_text("{")

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from linrnn.reports import cli as report_cli
-from linrnn.impls.results import SCHEMA_VERSION
+from linrnn.base.results import SCHEMA_VERSION
 from linrnn.reports.results import read_results, write_result
 from linrnn.reports.render import render
 from linrnn.reports.sections import SECTIONS, reference

@@ -142,7 +142,7 @@ def test_drift_is_zero_at_initialisation_up_to_rounding():
 
     cfg = normstudy.train_config("lru", 0, {**normstudy.QUICK_SETUP, "length": 8})
     model = Model.from_bundle(init(cfg.model_config(), 0), torch.float64)
-    from linrnn.impls.tolerance import assert_close
+    from linrnn.base.tolerance import assert_close
 
     for dmax, _, gamma_log_max in normstudy.gamma_drift(model):   # a rounding of gamma_log's size
         assert_close("gamma_log drift at initialisation", 0.0, dmax, "identity", "float64", scale=gamma_log_max)

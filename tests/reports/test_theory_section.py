@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from linrnn.impls.tolerance import tolerance
+from linrnn.base.tolerance import tolerance
 from linrnn.experiments.montecarlo import QUICK, STARTS
 from linrnn.reports.render import render
 from linrnn.reports.results import read_results, write_result

@@ -13,8 +13,8 @@ import json
 import math
 import re
 
-from linrnn.impls.results import SCHEMA_VERSION as SCHEMA
-from linrnn.impls.results import Envelope, ReducedTrainingRecord, to_dict
+from linrnn.base.results import SCHEMA_VERSION as SCHEMA
+from linrnn.base.results import Envelope, ReducedTrainingRecord, to_dict
 from linrnn.reports.render import render
 from linrnn.reports.results import read_results, write_result
 from linrnn.reports.sections import training_reduced as section
@@ -38,7 +38,7 @@ def run_row(name: str, task: str, backend: str, test: float, base: float, above:
 
 
 def stored_record(runs: list[dict]) -> dict:
-    """The stored dict of a record, as `linrnn.impls.results` writes it."""
+    """The stored dict of a record, as `linrnn.base.results` writes it."""
     envelope = Envelope(date="2026-11-30T12:00:00+00:00", machine=MACHINE,
                         libraries={"numpy": "2.4.6", "torch": "2.13.0+cpu"},
                         command="python -m linrnn.experiments.reduced_training --data D --out O",

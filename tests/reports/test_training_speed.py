@@ -21,9 +21,9 @@ import pytest
 from linrnn.cli import main as cli_main
 from linrnn.experiments import training_speed as ts
 from linrnn.experiments.memory_probe import probe_memory
-from linrnn.impls import results
+from linrnn.base import results
 from linrnn.verify.bench import DIRECTIONS, PeakRSS, input_bytes
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.reports.render import render
 from linrnn.reports.results import read_results, write_result
 from linrnn.reports.sections import training_speed as section

@@ -14,7 +14,7 @@ import os
 import numpy as np
 import pytest
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks import cli
 from linrnn.tasks.synthetic import TASKS, make_task
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from linrnn.impls.reference import spectral_radius
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 from linrnn.tasks import checkpoint
 from linrnn.tasks.config import TrainConfig
 from linrnn.tasks.data.generate import GENERATORS

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from linrnn.cli import main as cli_main
-from linrnn.impls import results
-from linrnn.impls.errors import LinrnnError
+from linrnn.base import results
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks import sweep, sweep_job, sweep_slurm
 from linrnn.tasks import sweep_slurm_settings as settings
 from linrnn.tasks.grid import run_grid

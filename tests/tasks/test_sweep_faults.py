@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from linrnn.impls import results
+from linrnn.base import results
 from linrnn.tasks import lock, sweep
 from linrnn.tasks.config import TrainConfig
 from linrnn.tasks.grid import grid_config, grid_row, run_grid

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from linrnn.impls import results
-from linrnn.impls.errors import LinrnnError
+from linrnn.base import results
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks import lock, sweep, sweep_slurm
 from linrnn.tasks.grid import grid_config, grid_row
 

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from linrnn.impls.errors import LinrnnError
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.errors import LinrnnError
+from linrnn.base.tolerance import assert_close
 from linrnn.tasks.synthetic import TASKS, Batch, last_outputs, make_task
 
 

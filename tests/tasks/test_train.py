@@ -6,9 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from linrnn.impls import results, specs
-from linrnn.impls.errors import LinrnnError
-from linrnn.impls.tolerance import assert_close
+from linrnn.base import results
+from linrnn.impls import specs
+from linrnn.base.errors import LinrnnError
+from linrnn.base.tolerance import assert_close
 from linrnn.cli import main
 from linrnn.tasks import checkpoint
 from linrnn.tasks.config import TrainConfig, mixer_subset

@@ -23,7 +23,7 @@ import pytest
 collect_ignore = ["outside"]
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "linrnn", "impls", "verify", "theory", "tasks",
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "linrnn", "base", "impls", "verify", "theory", "tasks",
            "experiments", "reports")
 SKIP_IN_COPY = shutil.ignore_patterns("__pycache__", "*.egg-info", ".hypothesis", "results", "*.npz", "*.pt")
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import linrnn.testing as lt
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.reference import apply_mixer
 from linrnn.testing import battery
 from linrnn.verify import conform

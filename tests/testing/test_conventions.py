@@ -16,7 +16,7 @@ import pytest
 
 import linrnn.testing as lt
 from linrnn.impls import specs
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 # A user's test file: a faithful NumPy target (the reference itself) and one with a planted bug (D as a matrix).
 USER_TESTS = '''

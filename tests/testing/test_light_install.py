@@ -122,6 +122,6 @@ def test_what_needs_an_extra_says_which_in_one_line(light, tmp_path):
             done.stderr
     done = run(light, "-c", "import linrnn.testing.strategies", cwd=tmp_path)
     last = done.stderr.strip().splitlines()[-1]
-    assert done.returncode == 1 and last == ("linrnn.impls.extras.MissingExtra: linrnn.testing.strategies needs "
+    assert done.returncode == 1 and last == ("linrnn.base.extras.MissingExtra: linrnn.testing.strategies needs "
                                              "Hypothesis (hypothesis), which is not installed: pip install "
                                              "'linrnn[hypothesis]'"), done.stderr

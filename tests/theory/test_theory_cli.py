@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from linrnn.impls import results
-from linrnn.impls.errors import LinrnnError
+from linrnn.base import results
+from linrnn.base.errors import LinrnnError
 from linrnn.theory import DERIVATIONS, run_all
 from linrnn.theory.cli import format_table, register
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.theory.records import tolerance
 from linrnn.theory.lru_constraints import (
     check_lru_constraints,

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from linrnn.impls import results, specs
+from linrnn.base import results
+from linrnn.impls import specs
 from linrnn.verify import conform, conform_bundles
 from linrnn.impls.config import RECURRENT_KINDS, config_from_dict, config_to_dict
 from linrnn.impls.reference import apply_mixer

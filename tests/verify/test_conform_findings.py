@@ -18,7 +18,7 @@ import hypothesis
 import numpy as np
 import pytest
 
-from linrnn.impls import results
+from linrnn.base import results
 from linrnn.verify import conform
 from linrnn.verify.conform_diagnoses import FLOAT32_FLOOR, float32_level
 

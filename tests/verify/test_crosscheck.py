@@ -4,10 +4,10 @@
 import numpy as np
 import pytest
 
-from linrnn.impls import results
+from linrnn.base import results
 from linrnn.verify import crosscheck
 from linrnn.impls.reference import spectral_radius
-from linrnn.impls.tolerance import tolerance
+from linrnn.base.tolerance import tolerance
 from linrnn.cli import main
 
 SMALL = crosscheck.Selection(kinds=("lru", "rotrnn"), modes=("scan", "step"), dtypes=("float64",),

@@ -7,7 +7,7 @@ checked is the contract the benchmarks rely on (shapes, float32, seeding, differ
 import pytest
 import torch
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.verify import peers_torch as peers
 
 

@@ -35,7 +35,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 # task name -> module under linrnn.tasks.data.generate that defines `generate`
 MODULES = {

@@ -31,7 +31,7 @@ from random import Random
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.data.generate import check_counts, check_seed, staged, stream_seed, worker_count
 from linrnn.tasks.data.generate.listops import (
     CHUNK,

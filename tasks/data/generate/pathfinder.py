@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.data.generate import check_counts, check_seed, staged, worker_count
 from linrnn.tasks.data.generate.snakes import Rendered, SnakeParams, render
 

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.data.generate import check_counts, check_seed, staged, worker_count
 from linrnn.tasks.data.generate.pathfinder import batch_of, lra_params, render_all, statistics
 from linrnn.tasks.data.generate.snakes import Rendered, SnakeParams, bytescale

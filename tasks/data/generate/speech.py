@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.data.generate import check_counts, check_seed, staged, stream_seed, worker_count
 
 FOLDER = "speech_commands_v0.02"

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.data import image, listops, retrieval
 from linrnn.tasks.data.batches import Batches, assemble
 

@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.data import cache as cachemod
 from linrnn.tasks.data import listops
 

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.data import cli
 
 

@@ -11,7 +11,7 @@ from random import Random
 import numpy as np
 import pytest
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.data import listops as loader
 from linrnn.tasks.data.generate import GENERATORS
 from linrnn.tasks.data.generate import listops as gen

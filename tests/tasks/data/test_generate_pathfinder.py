@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.data import pathfinder as loader
 from linrnn.tasks.data.generate import GENERATORS
 from linrnn.tasks.data.generate import pathfinder as gen

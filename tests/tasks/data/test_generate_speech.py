@@ -10,7 +10,7 @@ import wave
 import numpy as np
 import pytest
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.data import cli as data_cli
 from linrnn.tasks.data import speech
 from linrnn.tasks.data.generate import GENERATORS

@@ -8,7 +8,7 @@ import pickle
 import numpy as np
 import pytest
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.data import image
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.data import listops_subtrees as loader
 
 HEADER = "\t".join(loader.HEADER)

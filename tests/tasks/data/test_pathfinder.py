@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.tasks.data import pathfinder
 
 

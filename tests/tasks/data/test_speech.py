@@ -7,8 +7,8 @@ import wave
 import numpy as np
 import pytest
 
-from linrnn.impls.errors import LinrnnError
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.errors import LinrnnError
+from linrnn.base.tolerance import assert_close
 from linrnn.tasks.data import load, speech
 
 RATE = 16000

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from linrnn.cli import main
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 from linrnn.impls.init import init
-from linrnn.impls.tolerance import assert_close
+from linrnn.base.tolerance import assert_close
 from linrnn.tasks import checkpoint, datatasks, metrics
 from linrnn.tasks.config import TrainConfig
 from linrnn.tasks.datatasks import IGNORE_INDEX, ModelBatch, Tally

@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from linrnn.impls.errors import LinrnnError
+from linrnn.base.errors import LinrnnError
 
 # the top-level module -> (what it is, the distribution that installs it (None: it comes with another), its own extra)
 MODULES: dict[str, tuple[str, str | None, str]] = {

@@ -1,4 +1,4 @@
-"""The one results module (`linrnn.impls.results`): every record type written and read back, a bad file as one
+"""The one results module (`linrnn.base.results`): every record type written and read back, a bad file as one
 line naming the file and the field, the atomic writer, and the committed records of reports/results/."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import typing
 import numpy as np
 import pytest
 
-from linrnn.impls import results
-from linrnn.impls.results import Envelope, ResultsError
+from linrnn.base import results
+from linrnn.base.results import Envelope, ResultsError
 
 SAMPLE = {str: "text", int: 3, float: 0.25, bool: True, dict: {"a": [1, 2.5, None]}, list: [{"b": "c"}, 4]}
 ENVELOPE = Envelope(date="2026-12-03T00:00:00+00:00", machine={"label": "box", "cpus": 2}, libraries={"numpy": "2"},
@@ -121,7 +121,7 @@ def test_a_record_that_does_not_serialise_leaves_the_previous_file_and_no_other(
 
 
 def test_only_the_record_types_of_the_module_are_written(tmp_path):
-    with pytest.raises(ResultsError, match="expected a record of a type of linrnn.impls.results, found dict"):
+    with pytest.raises(ResultsError, match="expected a record of a type of linrnn.base.results, found dict"):
         results.write(tmp_path / "x.json", {"schema_version": 2})
 
 

@@ -13,7 +13,7 @@ import torch
 from linrnn.impls.init import init
 from linrnn.impls.reference import apply_mixer, spectral_radius
 from linrnn.impls.specs.rotrnn import RotRNNConfig
-from linrnn.impls.tolerance import BASIS, EPS, basis_scale, compare, tolerance
+from linrnn.base.tolerance import BASIS, EPS, basis_scale, compare, tolerance
 from linrnn.impls.torch import from_bundle
 
 CFG = RotRNNConfig(d_model=1, d_state=6, heads=3, gamma_max=0.9999, m_init="normal")
