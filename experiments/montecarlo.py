@@ -326,7 +326,7 @@ def settle_r3_montecarlo(data: dict) -> list:
     """R3 by Monte Carlo (the theory section's `r3` rows): E||x_t||^2 = 1 at every stored t from each start, in both
     frameworks; verified from every start, contradicted (in part) from some, inconclusive where a curve disagrees
     with its closed form."""
-    from linrnn.experiments.evidence import Part
+    from linrnn.experiments.decide.evidence import Part
 
     rows = {r["start"]: r for r in data["r3"]}
     mc = data["montecarlo"]["config"]

@@ -321,7 +321,7 @@ def study(quick: bool, progress, setup: dict | None = None) -> tuple[dict, dict]
 # -- the rules (R8, R9, R1 on the section's measurements) ---------------------------------------------------
 
 def norms_scale(config: dict) -> str:
-    from linrnn.experiments.evidence import count
+    from linrnn.experiments.decide.evidence import count
 
     return (f"task {config['task']} at L = {config['length']} (the paper: LRA ListOps, not available here), "
             f"{config['n_layers']} blocks, H = {config['d_model']}, {config['steps']} steps of batch "
@@ -340,8 +340,8 @@ def settle_r8(data: dict, scale: str = "") -> list:
     training is reported beside it."""
     from dataclasses import replace
 
-    from linrnn.experiments.evidence import num, side
-    from linrnn.experiments.rules import norms_by_layer
+    from linrnn.experiments.decide.evidence import num, side
+    from linrnn.experiments.decide.rules import norms_by_layer
 
     table = data["table"]
     layers = sorted({r["layer"] for r in table})
@@ -357,7 +357,7 @@ def settle_r8(data: dict, scale: str = "") -> list:
 def settle_r9_training(data: dict, scale: str = "") -> list:
     """R9 measured: the LRU's gamma_log drifts away from log sqrt(1 - |lambda|^2) by more than DRIFT_FACTOR times
     its float32 rounding floor at initialisation."""
-    from linrnn.experiments.evidence import DRIFT_FACTOR, Part, num
+    from linrnn.experiments.decide.evidence import DRIFT_FACTOR, Part, num
 
     runs = [r for r in data["runs"] if r["model"] == "lru"]
     final_max = max(num(m[-1]) for r in runs for m in r["drift"]["max"])
@@ -375,7 +375,7 @@ def settle_r9_training(data: dict, scale: str = "") -> list:
 
 def settle_r1_training(data: dict, scale: str = "") -> list:
     """R1 measured: P = expm(M - M^T) from the trained M stays orthogonal within the float64 tolerance."""
-    from linrnn.experiments.evidence import Part, num
+    from linrnn.experiments.decide.evidence import Part, num
 
     runs = [r for r in data["runs"] if r["model"] == "rotrnn"]
     worst = [r["orthogonality"]["worst"] for r in runs]

@@ -165,7 +165,7 @@ def converters(seeds) -> list[dict]:
 
 def settle_param_counts(data: dict) -> list:
     """R4: the bundle's parameter count against the formula, for each configuration."""
-    from linrnn.experiments.evidence import Part
+    from linrnn.experiments.decide.evidence import Part
 
     checks = data["param_counts"]
     ok = all(c["count"] == c["formula_value"] for c in checks)
@@ -177,7 +177,7 @@ def settle_param_counts(data: dict) -> list:
 
 def settle_head_independence(data: dict) -> list:
     """R4: changing one head moves only its own contribution, and the output is their sum plus D u."""
-    from linrnn.experiments.evidence import Part, num as _num
+    from linrnn.experiments.decide.evidence import Part, num as _num
 
     cases = data["head_independence"]
     others = max(_num(c["other_max_ratio"]) for c in cases)
@@ -196,7 +196,7 @@ def settle_head_independence(data: dict) -> list:
 
 def settle_converters(data: dict) -> list:
     """R5: the RotRNN <-> LRU converters give the same outputs on the float64 reference."""
-    from linrnn.experiments.evidence import Part, num as _num
+    from linrnn.experiments.decide.evidence import Part, num as _num
 
     conv = data["converters"]
     worst = max(_num(c["rel"]) / _num(c["rtol"]) for c in conv)

@@ -108,8 +108,8 @@ def _step_cost(quick: bool, progress) -> tuple[list[dict], list[dict]]:
 
 def _timing_part(backend: str, kind: str, rounds: list[dict], scale: str):
     """The exponent of step-mode CPU time against L, the rounds as clusters (`stats.exponent_clustered`)."""
-    from linrnn.experiments import stats
-    from linrnn.experiments.evidence import EXPONENT_BOUND, Part, num, tested
+    from linrnn.experiments.decide import stats
+    from linrnn.experiments.decide.evidence import EXPONENT_BOUND, Part, num, tested
 
     L, t, cluster = [], [], []
     for r in rounds:
@@ -138,7 +138,7 @@ def settle_d9(data: dict, scale: str = "") -> list:
     (`step_cost.d9_parts`: the counted work of every token and, in PyTorch and wherever the count cannot be read,
     the per-token time against t); the other mixers' parts and the timing fit of whole step-mode calls against L
     are side findings (supporting evidence that decides nothing)."""
-    from linrnn.experiments.evidence import Part, needs, side
+    from linrnn.experiments.decide.evidence import Part, needs, side
     from linrnn.experiments.step_cost import d9_parts
 
     counted = {(r["backend"], r["mixer"]): r for r in data.get("step_structure") or []}

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from linrnn.experiments.evidence import Part, needs, side, tested
+from linrnn.experiments.decide.evidence import Part, needs, side, tested
 
 STRUCTURE_TOKENS = 64                    # tokens 1..64 of one stream counted one by one
 TOKEN_POSITIONS = (32, 128, 512, 2048)   # per-token time at these positions (each the median of a block) ...
@@ -159,7 +159,7 @@ def counted_part(backend: str, kind: str, row: dict) -> Part:
 def _above(positions: list, us: list, rounds: list, bound: float):
     """The one-sided test that the exponent is above `bound`: the same clustered fit on 1 / time (slope -b), whose
     one-sided p that -b < -bound is the p that b > bound."""
-    from linrnn.experiments import stats
+    from linrnn.experiments.decide import stats
 
     mirror = stats.exponent_clustered(positions, [1.0 / x for x in us], rounds, -bound)
     return replace(mirror, name="least-squares exponent of per-token time against t (log-log), rounds as "
@@ -171,7 +171,7 @@ def _above(positions: list, us: list, rounds: list, bound: float):
 def timed_part(backend: str, kind: str, row: dict, decides: bool) -> Part:
     """The exponent of per-token time against the position t: verified below TOKEN_EXPONENT_BOUND, contradicted
     above it (its raw test in `against`, Holm-adjusted by the ledger), each by a one-sided test at alpha."""
-    from linrnn.experiments import stats
+    from linrnn.experiments.decide import stats
 
     positions, x, y, cluster = row["positions"], [], [], []
     for r, per_round in enumerate(row["us"]):

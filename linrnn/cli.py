@@ -25,7 +25,7 @@ AREAS = (
     "linrnn.verify.crosscheck",
     "linrnn.verify.conform",
     "linrnn.experiments.gpucheck",
-    "linrnn.experiments.claims",
+    "linrnn.experiments.claims.command",
     "linrnn.experiments.precision_map",
     "linrnn.experiments.cli",
     "linrnn.reports.cli",

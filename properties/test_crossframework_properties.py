@@ -17,7 +17,7 @@ from linrnn.impls.reference import spectral_radius
 from linrnn.impls.specs import KINDS
 from linrnn.impls.specs.base import MODES as BACKEND_MODES
 from linrnn.base.tolerance import assert_close
-from linrnn.reports.sections.crosscheck import QUICK_SHAPES
+from linrnn.experiments.crosscheck import QUICK_SHAPES
 from linrnn.verify.crosscheck import (MODES, Shape, applicable, compare_gradients, jax_output_and_grads, mixer_config,
                                        torch_output_and_grads)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from linrnn.reports import plots
 from linrnn.reports.ledger import RANK
-from linrnn.reports.sections import conformance as conformance_section
+from linrnn.experiments import conformance as conformance_measured
 from linrnn.reports.sections import training_speed as training_speed_section
 
 # Each claim in a few words (the ledger's statement is the hover text and the ledger's own block)
@@ -174,7 +174,7 @@ def conformance(records: list[dict]) -> list[dict]:
     for record in records:
         prefix = f"{_machine(record)}: " if len(records) > 1 else ""
         for run in record["data"].get("runs") or []:
-            out.append({**conformance_section.verdict(run), "target": prefix + str(run.get("target")),
+            out.append({**conformance_measured.verdict(run), "target": prefix + str(run.get("target")),
                         "model": str(run.get("model")), "group": run.get("group")})
     return out
 

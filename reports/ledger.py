@@ -8,9 +8,11 @@ this machine lacks; the command that would settle it is given, or the reason non
 reproduced (in part) (what is tested holds; the claim has parts no rule here tests) < verified = reproduced < proved.
 
 A claim gathers *all* its evidence, one `Part` per source and test. The rules that decide a part live with the
-evidence (`linrnn.experiments.evidence`), and each claim's settle functions beside its experiment or section in
-`linrnn.experiments` (its jobs, rule and record in one file); this module holds the rules that combine parts into a
-claim and the table of claims:
+evidence (`linrnn.experiments.decide.evidence`), and each claim's settle functions beside its experiment or section in
+`linrnn.experiments` (its jobs, rule and record in one file). An experiment declares the claims it settles once
+(`Experiment.settles`, in its module of `linrnn.experiments.claims`): `EXPERIMENT_SOURCES` is derived from that
+registry, never written here. This module holds the sections' sources, the rules that combine parts into a claim and
+the table of claims:
 
 - a claim's verdict is its weakest *deciding* part's (`combine`); a side finding (`Part.decides` False: another
   model, setting or initialisation than the claim speaks of) is shown beside it and never counts;
@@ -30,13 +32,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from linrnn.experiments import long_shift, lra_reduced, norm_position, norms_listops, speech, subtrees_segmentation
-from linrnn.experiments import montecarlo, normstudy, reference, synthetic_tasks, tasks as tasks_section
-from linrnn.experiments.evidence import (ALMOST_CONSTANT_CV, DRIFT_FACTOR, EXPONENT_BOUND, FAILS_R2,  # noqa: F401
-                                         FLATTER_RATIO, MARGIN_ACCURACY, RANK, SOLVED_R2, Part, num)
-from linrnn.experiments.rules import holm_contradictions, holm_side_findings
+from linrnn.experiments import montecarlo, normstudy, reference, tasks as tasks_section
+from linrnn.experiments.claims import EXPERIMENTS
+from linrnn.experiments.claims.full_scale import LRA_TASKS, commands, paper_scale
+from linrnn.experiments.decide.evidence import (ALMOST_CONSTANT_CV, DRIFT_FACTOR, EXPONENT_BOUND, FAILS_R2,  # noqa: F401
+                                                FLATTER_RATIO, MARGIN_ACCURACY, RANK, SOLVED_R2, Part, num)
+from linrnn.experiments.decide.rules import holm_contradictions, holm_side_findings
 from linrnn.experiments.speed import settle_d9
 from linrnn.reports.quotes import QUOTES
+from linrnn.reports.results import Number, conforms  # noqa: F401  (Number: the shapes below; both re-exported)
 
 Records = dict[str, list[dict[str, Any]]]   # section name -> its results records (each: meta, data)
 
@@ -97,52 +101,6 @@ def combine(parts: list[Part], untested: tuple[str, ...] = ()) -> str:
             return f"{'verified' if verdict == 'proved' else verdict} (in part)"
         return verdict
     return weakest[0]
-
-
-# -- the shape of a record ----------------------------------------------------------------------
-
-class Number:
-    """Shape: a finite or non-finite number (results files store NaN as the string 'nan')."""
-
-
-def conforms(value: Any, shape: Any, path: str = "data") -> str | None:
-    """None when `value` has `shape`, else where it does not.
-
-    Shapes: a type (`str`, `bool`, `int`, `Number`, `dict`, `list`), a frozenset of allowed values,
-    a dict {key: shape} (those keys required, others allowed), a one-element list [shape] (a list whose
-    every element has it), `None` (anything), or a callable value -> problem or None.
-    """
-    if shape is None:
-        return None
-    if isinstance(shape, dict):
-        if not isinstance(value, dict):
-            return f"{path}: expected an object"
-        for key, sub in shape.items():
-            if key not in value:
-                return f"{path}.{key}: missing"
-            problem = conforms(value[key], sub, f"{path}.{key}")
-            if problem:
-                return problem
-        return None
-    if isinstance(shape, list):
-        if not isinstance(value, list):
-            return f"{path}: expected a list"
-        for i, item in enumerate(value):
-            problem = conforms(item, shape[0], f"{path}[{i}]")
-            if problem:
-                return problem
-        return None
-    if isinstance(shape, frozenset):
-        return None if value in shape else f"{path}: expected one of {sorted(shape)}, found {value!r}"
-    if shape is Number:
-        ok = (isinstance(value, (int, float)) and not isinstance(value, bool)) or value in ("nan", "inf", "-inf")
-        return None if ok else f"{path}: expected a number"
-    if isinstance(shape, type):
-        ok = isinstance(value, shape) and not (shape is int and isinstance(value, bool))
-        return None if ok else f"{path}: expected {shape.__name__}"
-    return shape(value)
-
-
 
 
 # -- theory -------------------------------------------------------------------------------------
@@ -305,6 +263,17 @@ def _experiment(name: str, settle: Callable[[dict], list[Part]], plan=None, only
                   command=command)
 
 
+def derive_experiment_sources(experiments=None) -> dict[str, tuple[Source, ...]]:
+    """claim id -> its sources from the experiments' own declarations (`Experiment.settles`), in the registry's order
+    (`experiments`: a registry like `linrnn.experiments.claims.EXPERIMENTS`, which it defaults to)."""
+    found: dict[str, tuple[Source, ...]] = {}
+    for experiment in (EXPERIMENTS if experiments is None else experiments).values():
+        for settles in experiment.settles:
+            source = _experiment(experiment.name, settles.settle, experiment if settles.only else None, settles.only)
+            found[settles.claim] = found.get(settles.claim, ()) + (source,)
+    return found
+
+
 def _brief(stored: dict) -> str:
     """A record's scale in a few words: its own `brief`, or (older records) its seeds per arm."""
     if stored.get("brief"):
@@ -313,64 +282,47 @@ def _brief(stored: dict) -> str:
     return f"{seeds} seed{'' if seeds == 1 else 's'} per arm, experiment {stored['experiment']}"
 
 
-R6_EXPERIMENT = _experiment("lra-reduced", lra_reduced.settle_r6)
-D1_EXPERIMENT = _experiment("lra-reduced", lra_reduced.settle_d1)
-D8_EXPERIMENT = _experiment("norm-position", norm_position.settle_d8)
-D5_EXPERIMENT = _experiment("subtrees-segmentation", subtrees_segmentation.settle_d5)
-D4_EXPERIMENT = _experiment("synthetic-tasks", synthetic_tasks.settle_d4_experiment)
-D2_EXPERIMENT = _experiment("long-shift", long_shift.settle_d2_experiment)
-R8_EXPERIMENT = _experiment("norms-listops", norms_listops.settle_r8_listops)
-R7_EXPERIMENT = _experiment("speech", speech.settle_r7, speech.EXPERIMENT, only={"task": "sc35"})
-D6_EXPERIMENT = _experiment("speech", speech.settle_d6, speech.EXPERIMENT, only={"task": "sc10"})
+EXPERIMENT_SOURCES: dict[str, tuple[Source, ...]] = derive_experiment_sources()
+
+
+def experiment_source(claim_id: str) -> Source:
+    """The one experiment source of a claim (a claim settled by two experiments has two: `EXPERIMENT_SOURCES`)."""
+    [source] = EXPERIMENT_SOURCES[claim_id]
+    return source
+
+
+def sources_of(claim: Claim) -> tuple[Source, ...]:
+    """Every source of a claim: the sections' (`Claim.sources`), then the experiments' that declare it."""
+    return claim.sources + EXPERIMENT_SOURCES.get(claim.id, ())
+
+
+def wiring_problems(claims: tuple[Claim, ...], experiments) -> list[str]:
+    """Where the table of claims and the experiments' declarations (`experiments`, a registry) do not give every claim
+    exactly one source of each kind, one line each: a source twice in a claim, an experiment source written into a
+    claim by hand (its wiring is the experiment's `settles`), a claim an experiment settles twice, or one the table
+    does not have. [] when the wiring is whole."""
+    ids = {c.id for c in claims}
+    problems = []
+    for experiment in experiments.values():
+        named = [s.claim for s in experiment.settles]
+        problems += [f"experiment {experiment.name} settles {c}, which is not a claim of the ledger" for c in named
+                     if c not in ids]
+        problems += [f"experiment {experiment.name} settles {c} twice" for c in dict.fromkeys(named)
+                     if named.count(c) > 1]
+    derived = derive_experiment_sources(experiments)
+    for claim in claims:
+        problems += [f"{claim.id}: the source {s.name!r} is written into the claim by hand; declare it in the "
+                     f"experiment's settles" for s in claim.sources if s.section == "experiments"]
+        keys = [(s.section, s.name) for s in claim.sources + derived.get(claim.id, ())]
+        problems += [f"{claim.id}: the {section} source {name!r} appears {keys.count((section, name))} times"
+                     for section, name in dict.fromkeys(keys) if keys.count((section, name)) > 1]
+    return problems
 
 
 # -- claims that cannot be settled here ---------------------------------------------------------
 
 def not_run(need: str, command: str) -> Part:
     return Part("not run here", "not run here", need, "", command)
-
-
-LRA = "ListOps, Text, Retrieval, Image, Pathfinder, Path-X"
-LRA_TASKS = ("listops", "text", "retrieval", "image", "pathfinder", "pathx")
-
-
-def full_scale(tasks: tuple[str, ...], models: tuple[str, ...]) -> str:
-    """The exact full-scale commands, one per (task, model), with their configs in tasks/configs/ (docs/training.md)."""
-    return " ; ".join(f"linrnn train --config tasks/configs/{t}-{m}.toml --data DIR --out runs/{t}-{m}"
-                      for t in tasks for m in models)
-
-
-# The published epoch times this project knows (S4's guide, docs/training.md): (minutes, the GPU they were timed on)
-EPOCH_MINUTES = {"listops": (15, "T4"), "pathx": (56, "A100")}
-
-
-def paper_scale(tasks: tuple[str, ...], models: tuple[str, ...], seeds: int = 3) -> str:
-    """What the paper's scale costs, in words: the runs (tasks x models x seeds of tasks/configs/), and the GPU time
-    of those whose epoch time is published (the configs' epochs x S4's published minutes per epoch)."""
-    import tomllib
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1] / "tasks" / "configs"
-    hours, known, unknown = 0.0, [], []
-    for task in tasks:
-        if task not in EPOCH_MINUTES:
-            unknown.append(task)
-            continue
-        minutes, gpu = EPOCH_MINUTES[task]
-        for model in models:
-            config = root / f"{task}-{model}.toml"
-            if config.exists():
-                epochs = tomllib.loads(config.read_text())["epochs"]
-                hours += seeds * epochs * minutes / 60
-                known.append(f"{task}-{model} {epochs} epochs x {minutes} min ({gpu})")
-    runs = len(tasks) * len(models) * seeds
-    text = f"the paper's scale: {runs} runs ({len(tasks)} task(s) x {len(models)} models x {seeds} seeds, tasks/configs/)"
-    if known:
-        text += (f"; of them {', '.join(sorted({k.split()[0].split('-')[0] for k in known}))} alone about "
-                 f"{hours / 24:.0f} GPU-days at S4's published epoch times ({'; '.join(known)})")
-    if unknown:
-        text += f"; no published epoch time for {', '.join(unknown)}"
-    return text
 
 
 CLAIMS: tuple[Claim, ...] = (
@@ -385,8 +337,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("R5", "RotRNN", "an LRU whose eigenvalues come in conjugate pairs is equivalent to a multi-head RotRNN",
           (theory_part("R5"), CONVERTERS)),
     Claim("R6", "RotRNN", "LRA: competitive with S4, S5, LRU; best on ListOps, Text, Retrieval; a little lower on the "
-          "pixel tasks (Path-X, CIFAR)", (R6_EXPERIMENT,),
-          full_scale=full_scale(LRA_TASKS, ("rotrnn", "lru")),
+          "pixel tasks (Path-X, CIFAR)",
+          full_scale=commands(LRA_TASKS, ("rotrnn", "lru")),
           paper_scale=paper_scale(LRA_TASKS, ("rotrnn", "lru", "dlr")),
           untested=("Text, Retrieval, Image and Path-X (their archives are not generated here), so 'best on Text and "
                     "Retrieval' and 'a little lower on Image and Path-X' (Pathfinder's gap is shown as a side finding)",
@@ -397,26 +349,26 @@ CLAIMS: tuple[Claim, ...] = (
                     "not confirmed); RotRNN's own numbers not "
                     "retrievable (its reviews: best only on Text, by a small margin)"),
     Claim("R7", "RotRNN", "Speech Commands 35: 95.2%, as a reproduced LRU at similar parameter count",
-          (R7_EXPERIMENT,), full_scale=full_scale(("sc35",), ("rotrnn", "lru")),
+          full_scale=commands(("sc35",), ("rotrnn", "lru")),
           paper_scale=paper_scale(("sc35",), ("rotrnn", "lru")),
           untested=("95.2 % on the Speech Commands recordings (synthetic speech here)",),
           published="RotRNN 95.2% on SC35 as the claim was recorded (not checked against the paper's table); "
                     "S4 96.08, S5 96.52 as the S5 paper tabulates them (not confirmed); no LRU figure"),
     Claim("R8", "RotRNN", "hidden-state norm stays almost constant over training, across depth and seeds; "
-          "LRU's fluctuates and settles slowly", (R8_NORMS, R8_EXPERIMENT),
+          "LRU's fluctuates and settles slowly", (R8_NORMS,),
           untested=("the LRU's norm 'settles slowly' (its settle step is reported beside, not decided)",
                     "a trained ListOps model (the models here stay near chance on real-length ListOps: the early "
                     "phase of training)")),
     Claim("R9", "RotRNN", "LRU does not enforce conjugate pairs, real outputs, or a normalisation that keeps the "
           "state's magnitude coherent", (theory_part("R9"), R9_NORMS)),
-    Claim("D1", "DLR", "without discretisation, DLR matches S4/S4D on LRA (incl. Path-X and ListOps)", (D1_EXPERIMENT,),
-          full_scale=full_scale(LRA_TASKS, ("dlr",)), paper_scale=paper_scale(LRA_TASKS, ("dlr",)),
+    Claim("D1", "DLR", "without discretisation, DLR matches S4/S4D on LRA (incl. Path-X and ListOps)",
+          full_scale=commands(LRA_TASKS, ("dlr",)), paper_scale=paper_scale(LRA_TASKS, ("dlr",)),
           untested=("Text, Retrieval, Image and Path-X (their archives are not generated here)",
                     "S4 itself (S4D only)"),
           published="DLR's LRA numbers not retrievable; S4D-LegS 60.47 / 86.18 / 89.46 / 88.19 / 93.06 / 91.95 "
                     "(S4D paper, not confirmed)"),
     Claim("D2", "DLR", "eigenvalues near the unit circle propagate signal over a million steps and more",
-          (theory_part("D2"), D2_EXPERIMENT),
+          (theory_part("D2"),),
           full_scale="for L in 16384 65536 262144 1048576; do " + " ; ".join(
               f"linrnn tasks grid --tasks shift --models {m} --length $L --steps 24000 --set batch_size=4 --set lr=1e-5 "
               f"--set d_state={n}{extra} --out runs/long-shift{suffix}"
@@ -427,13 +379,12 @@ CLAIMS: tuple[Claim, ...] = (
                     "those runs (24,000 = 12 epochs of 8,000 samples) are this project's assumption"),
     Claim("D3", "DLR", "periodic initialisation: a size-N DLR expresses any length-N kernel", (theory_part("D3"),)),
     Claim("D4", "DLR", "synthetic tasks: near-perfect where few kernels suffice (Shift), struggles where the shift "
-          "depends on the context (ContextShift)", (D4_TASKS, D4_EXPERIMENT),
+          "depends on the context (ContextShift)", (D4_TASKS,),
           untested=("poor where many kernels are needed: at L = 64 = N the periodic initialisation expresses every "
                     "kernel of length L (D3), so these runs cannot show it; the many-kernel tasks are reported beside",
                     "Shift at 0.5M length (the long-shift experiment of D2 reaches 4,096)")),
     Claim("D5", "DLR", "strong on ListOpsSubTrees and PathfinderSegmentation, better than local attention",
-          (D5_EXPERIMENT,),
-          full_scale=full_scale(("listops-subtrees", "pathfinder-segmentation"), ("dlr", "lru", "rotrnn")),
+          full_scale=commands(("listops-subtrees", "pathfinder-segmentation"), ("dlr", "lru", "rotrnn")),
           paper_scale=paper_scale(("listops-subtrees", "pathfinder-segmentation"), ("dlr",)) + " (and local "
                       "attention's, which the configs do not include)",
           untested=("'strong': the paper gives no bar (the best trivial predictor, chance and the other models are "
@@ -444,7 +395,7 @@ CLAIMS: tuple[Claim, ...] = (
           published="DLR's ListOpsSubTrees and PathfinderSegmentation numbers were not retrievable (only the abstract: "
                     "'does well' at 8K and 65K tokens)"),
     Claim("D6", "DLR", "Speech Commands 10 (raw): 97.1% with O(L) decoding, comparable to S4 and S4D",
-          (D6_EXPERIMENT,), full_scale=full_scale(("sc10",), ("dlr",)), paper_scale=paper_scale(("sc10",), ("dlr",)),
+          full_scale=commands(("sc10",), ("dlr",)), paper_scale=paper_scale(("sc10",), ("dlr",)),
           untested=("97.1 % on raw Speech Commands audio (MFCC features of synthetic speech here)",
                     "S4 itself (S4D stands in for it)", "O(L) decoding (settled under D9)"),
           published="DLR 97.1% on raw SC10 as the claim was recorded (not checked against the paper); S4 98.32 "
@@ -452,7 +403,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("D7", "DLR", "PG-19 language modelling at 1.2B parameters: loss comparable to a Transformer",
           unrun=not_run("out of reach of this project's machines: a 1.2B-parameter model and the PG-19 corpus need "
                         "a multi-GPU cluster for weeks; no command here would settle it, and no number is given", "")),
-    Claim("D8", "DLR", "more robust to the position of layer norm than Transformers", (D8_EXPERIMENT,),
+    Claim("D8", "DLR", "more robust to the position of layer norm than Transformers",
           published="no number retrievable; the claim is from the paper's text as recorded for this project"),
     Claim("D9", "DLR", "O(L) inference", (D9_SPEED,)),
 )
@@ -505,7 +456,7 @@ def parts_of(claim: Claim, records: Records) -> list[Part]:
     findings' tests Holm-adjusted together as a family of their own."""
     if claim.unrun is not None:
         return [claim.unrun]
-    return holm_side_findings(holm_contradictions([p for source in claim.sources
+    return holm_side_findings(holm_contradictions([p for source in sources_of(claim)
                                                    for p in settle_source(source, records.get(source.section) or [])]))
 
 
@@ -513,7 +464,7 @@ def record_parts(record: dict) -> dict[str, list[dict]]:
     """claim id -> the parts one results record gives (the sections show their own verdicts with these)."""
     out = {}
     for claim in CLAIMS:
-        parts = [p for s in claim.sources if s.section == record.get("section") for p in settle_source(s, [record])]
+        parts = [p for s in sources_of(claim) if s.section == record.get("section") for p in settle_source(s, [record])]
         if parts:
             out[claim.id] = [p.record() for p in holm_side_findings(holm_contradictions(parts))]
     return out
@@ -586,7 +537,7 @@ def build(records: Records) -> list[dict[str, Any]]:
                      "command": "; ".join(commands), "untested": list(claim.untested),
                      "full_scale": claim.full_scale, "published": claim.published, "family": family(parts),
                      "settle": settle_words(claim, parts, verdict),
-                     "links": list(dict.fromkeys((s.anchor or s.section) for s in claim.sources)),
+                     "links": list(dict.fromkeys((s.anchor or s.section) for s in sources_of(claim))),
                      "parts": [p.record() for p in parts]})
     return rows
 

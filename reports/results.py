@@ -99,3 +99,47 @@ def read_stored(directory: str | os.PathLike, pattern: str, record_type: type[re
             continue
         good.append((path, record))
     return good, skipped
+
+
+# -- the shape of a record's data: what a reader of it (a settle function of the ledger) needs --------------
+
+class Number:
+    """Shape: a finite or non-finite number (results files store NaN as the string 'nan')."""
+
+
+def conforms(value: Any, shape: Any, path: str = "data") -> str | None:
+    """None when `value` has `shape`, else where it does not.
+
+    Shapes: a type (`str`, `bool`, `int`, `Number`, `dict`, `list`), a frozenset of allowed values,
+    a dict {key: shape} (those keys required, others allowed), a one-element list [shape] (a list whose
+    every element has it), `None` (anything), or a callable value -> problem or None.
+    """
+    if shape is None:
+        return None
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            return f"{path}: expected an object"
+        for key, sub in shape.items():
+            if key not in value:
+                return f"{path}.{key}: missing"
+            problem = conforms(value[key], sub, f"{path}.{key}")
+            if problem:
+                return problem
+        return None
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            return f"{path}: expected a list"
+        for i, item in enumerate(value):
+            problem = conforms(item, shape[0], f"{path}[{i}]")
+            if problem:
+                return problem
+        return None
+    if isinstance(shape, frozenset):
+        return None if value in shape else f"{path}: expected one of {sorted(shape)}, found {value!r}"
+    if shape is Number:
+        ok = (isinstance(value, (int, float)) and not isinstance(value, bool)) or value in ("nan", "inf", "-inf")
+        return None if ok else f"{path}: expected a number"
+    if isinstance(shape, type):
+        ok = isinstance(value, shape) and not (shape is int and isinstance(value, bool))
+        return None if ok else f"{path}: expected {shape.__name__}"
+    return shape(value)

@@ -137,7 +137,7 @@ def run_grid_command(args: argparse.Namespace) -> int:
 
     from linrnn.impls.specs import kinds
     from linrnn.tasks import sweep
-    from linrnn.tasks.config import apply_overrides
+    from linrnn.tasks.overrides import apply_overrides
     from linrnn.tasks.grid import run_grid, table, write_rows
 
     executor = sweep.from_arguments(args)
@@ -217,12 +217,8 @@ MIXER_FLAG = "mixer."       # the dest prefix of the mixer fields' flags
 
 def resolve_train_config(args: argparse.Namespace):
     """The run's config: the file, then --set, then the field flags; checked once, as a whole."""
-    from linrnn.tasks.config import (
-        MIXER_FIELD_TYPES,
-        TrainConfig,
-        apply_overrides,
-        parse_value,
-    )
+    from linrnn.tasks.config import MIXER_FIELD_TYPES, TrainConfig
+    from linrnn.tasks.overrides import apply_overrides, parse_value
 
     values = TrainConfig.read(args.config) if args.config else {}
     values = apply_overrides(values, args.overrides)

@@ -40,7 +40,6 @@ The defaults are one setting for every model, chosen to be fair to each (docs/ta
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -49,6 +48,7 @@ from typing import Any
 from linrnn.base.errors import LinrnnError
 from linrnn.impls.specs import kinds
 from linrnn.tasks.config import BACKENDS, TrainConfig, mixer_fields, mixer_subset
+from linrnn.tasks.metrics import thin
 from linrnn.tasks.synthetic import TASKS
 from linrnn.tasks.train import TrainingDiverged, train
 
@@ -69,7 +69,6 @@ COMMON: dict[str, Any] = {
 }
 WARMUP_FRACTION = 0.1       # warm-up steps = 10% of the run
 EVALUATIONS = 20            # evaluations per run (and one at the end)
-LOSS_POINTS = 100           # the train-loss curve of a row is thinned to about this many window means
 
 
 def grid_config(task: str, model: str, backend: str, length: int, steps: int, seed: int = 0,
@@ -83,17 +82,6 @@ def grid_config(task: str, model: str, backend: str, length: int, steps: int, se
     values.update(train_overrides)
     values.update(task=task, model=model, backend=backend, length=length, steps=steps, seed=seed)
     return TrainConfig(**values)
-
-
-def thin(losses: list[float], points: int = LOSS_POINTS) -> dict[str, list]:
-    """Window means of a per-step loss curve: {"step": last step of each window, "loss": its mean}."""
-    window = max(1, math.ceil(len(losses) / points))
-    steps, means = [], []
-    for start in range(0, len(losses), window):
-        chunk = losses[start:start + window]
-        steps.append(start + len(chunk))
-        means.append(sum(chunk) / len(chunk))
-    return {"step": steps, "loss": means}
 
 
 def run_name(config: TrainConfig) -> str:

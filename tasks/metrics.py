@@ -13,6 +13,8 @@ score higher on imbalanced classes), so `no_information_macro_f1` gives the best
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -98,3 +100,17 @@ def no_information_macro_f1(counts) -> dict:
 
 def regression_metrics(pred, target, mask) -> dict[str, float]:
     return {"mse": mse(pred, target, mask), "r2": r2(pred, target, mask)}
+
+
+LOSS_POINTS = 100           # the train-loss curve of a row is thinned to about this many window means
+
+
+def thin(losses: list[float], points: int = LOSS_POINTS) -> dict[str, list]:
+    """Window means of a per-step loss curve: {"step": last step of each window, "loss": its mean}."""
+    window = max(1, math.ceil(len(losses) / points))
+    steps, means = [], []
+    for start in range(0, len(losses), window):
+        chunk = losses[start:start + window]
+        steps.append(start + len(chunk))
+        means.append(sum(chunk) / len(chunk))
+    return {"step": steps, "loss": means}

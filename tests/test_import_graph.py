@@ -5,6 +5,12 @@ every module, at module level and inside functions alike (a function-level impor
 time is still a loop), relative imports resolved, and `from package import name` counted as an edge to the
 submodule `package.name` where that is a module. The strongly connected components of the graph (Tarjan) with more
 than one module are the cycles; the test names one loop of each, with the file and line of every edge in it.
+
+The same graph read between folders (a module's folder is its file's: `experiments/claims`, `impls/torch`, ...) is
+held to the edges drawn here (`FOLDER_EDGES`): a new edge between two folders fails, naming the import that makes it,
+until it is added on purpose; one that is gone asks for the table to shrink. The edges into `base/`, the floor every
+folder may stand on, and into the package root's `__init__.py` (the version: importing any module of the package runs
+it) are not drawn.
 """
 
 from __future__ import annotations
@@ -18,6 +24,31 @@ AREAS = ("base", "impls", "verify", "theory", "tasks", "experiments", "reports")
 PACKAGE_DIRS = {"linrnn": ROOT / "linrnn", **{f"linrnn.{area}": ROOT / area for area in AREAS}}
 
 Edges = dict[str, dict[str, str]]      # module -> {imported module: "file:line" of the first statement}
+
+# folder -> the folders it imports from, apart from base/ (docs/architecture.md, "The layers" and "What each folder
+# holds"). Inside experiments/: the section measurements and claims/ decide through decide/, which imports no other
+# folder; claims/ may use the section measurements (R8's norm study, D4's rule and control), never the reverse; reports/
+# reads experiments/ and base/ only, never an engine below them.
+FOLDER_EDGES: dict[str, set[str]] = {
+    "experiments": {"experiments/decide", "impls", "impls/jax", "impls/reference", "impls/specs", "impls/torch", "tasks",
+                    "theory", "verify"},
+    "experiments/claims": {"experiments", "experiments/decide", "impls/specs", "tasks"},
+    "impls": {"impls/reference", "impls/specs"},
+    "impls/jax": {"impls", "impls/specs"},
+    "impls/reference": {"impls", "impls/specs"},
+    "impls/torch": {"impls", "impls/specs"},
+    "linrnn/testing": {"impls", "impls/reference", "impls/specs", "verify"},
+    "reports": {"experiments", "experiments/claims", "experiments/decide", "reports/sections"},
+    "reports/sections": {"experiments", "experiments/claims", "reports"},
+    "tasks": {"impls", "impls/jax", "impls/specs", "impls/torch", "tasks/data", "tasks/data/generate",
+              "tasks/synthetic"},
+    "tasks/synthetic": {"tasks/data", "tasks/data/generate"},
+    "theory": {"impls", "impls/specs"},
+    "verify": {"impls", "impls/jax", "impls/reference", "impls/specs", "impls/torch"},
+}
+# The same count before the layout of issue 51 (the base modules inside impls/, experiments/ one flat folder of 27 files,
+# the report's sections calling the engines of verify/, theory/, tasks/ and impls/ themselves): 52 edges between folders
+FOLDER_EDGES_BEFORE = 52
 
 
 def module_files(package_dirs: dict[str, pathlib.Path]) -> dict[str, tuple[pathlib.Path, str]]:
@@ -184,3 +215,68 @@ def test_a_tree_of_imports_is_no_cycle(tmp_path):
     })
     assert cycles(dirs) == []
     assert import_graph(dirs)["pkg.sub.c"] == {"pkg.d": "pkg/sub/c.py:2"}
+
+
+def folder_graph(package_dirs: dict[str, pathlib.Path]) -> dict[str, dict[str, str]]:
+    """folder -> {a folder it imports from: "file:line" of the first such import}, from `import_graph`; a module's folder
+    is its file's, as shown from the package folder's parent. Edges into base/ and into the package root's __init__
+    are left out (`FOLDER_EDGES`)."""
+    modules = module_files(package_dirs)
+    roots = set(package_dirs) - {name for name in package_dirs if "." in name}
+
+    def folder(module: str) -> str:
+        return pathlib.PurePosixPath(modules[module][1]).parent.as_posix()
+
+    found: dict[str, dict[str, str]] = {}
+    for module, targets in import_graph(package_dirs).items():
+        for target, where in targets.items():
+            if target in roots or folder(target) == folder(module) or folder(target) == "base":
+                continue
+            found.setdefault(folder(module), {}).setdefault(folder(target), where)
+    return found
+
+
+def edge_changes(found: dict[str, dict[str, str]], drawn: dict[str, set[str]]) -> list[str]:
+    """One line per edge between folders that the code has and `drawn` does not (with the import that makes it), and
+    per drawn edge the code no longer has."""
+    have = {(a, b) for a, targets in found.items() for b in targets}
+    want = {(a, b) for a, targets in drawn.items() for b in targets}
+    return ([f"new edge {a} -> {b} ({found[a][b]})" for a, b in sorted(have - want)]
+            + [f"drawn edge {a} -> {b} is gone: remove it from FOLDER_EDGES" for a, b in sorted(want - have)])
+
+
+def test_the_folders_import_each_other_only_along_the_drawn_edges():
+    found = folder_graph(PACKAGE_DIRS)
+    assert "experiments/claims" in found and "experiments/decide" not in found, "the folder graph was not drawn"
+    changes = edge_changes(found, FOLDER_EDGES)
+    assert not changes, "edges between folders (tests/test_import_graph.py, FOLDER_EDGES):\n" + "\n".join(changes)
+    drawn = sum(map(len, FOLDER_EDGES.values()))
+    assert drawn < FOLDER_EDGES_BEFORE, f"{drawn} edges between folders, not fewer than the {FOLDER_EDGES_BEFORE} before"
+
+
+def test_no_two_folders_of_different_areas_or_of_experiments_import_each_other():
+    """No loop between folders but a package and its own sub-folders (impls and impls/reference: the converters read
+    the references; reports and reports/sections: the sections draw with reports' plots)."""
+    graph = folder_graph(PACKAGE_DIRS)
+    for folder in [f for targets in graph.values() for f in targets]:
+        graph.setdefault(folder, {})
+    loops = [c for c in strongly_connected(graph) if len(c) > 1]
+    allowed = [["impls", "impls/reference"], ["reports", "reports/sections"]]
+    assert [c for c in loops if c not in allowed] == [], loops
+
+
+def test_a_new_edge_between_folders_is_named_with_its_import(tmp_path):
+    dirs = _write(tmp_path / "pkg", {
+        "__init__.py": "",
+        "a/__init__.py": "",
+        "a/x.py": "from pkg.b import y\n",
+        "b/__init__.py": "",
+        "b/y.py": "def f():\n    from pkg.c import z\n",
+        "c/__init__.py": "",
+        "c/z.py": "import pkg\n",
+    })
+    found = folder_graph(dirs)
+    assert found == {"pkg/a": {"pkg/b": "pkg/a/x.py:1"}, "pkg/b": {"pkg/c": "pkg/b/y.py:2"}}
+    assert edge_changes(found, {"pkg/a": {"pkg/b"}, "pkg/c": {"pkg/a"}}) == [
+        "new edge pkg/b -> pkg/c (pkg/b/y.py:2)", "drawn edge pkg/c -> pkg/a is gone: remove it from FOLDER_EDGES"]
+    assert edge_changes(found, {"pkg/a": {"pkg/b"}, "pkg/b": {"pkg/c"}}) == []

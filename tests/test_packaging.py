@@ -34,7 +34,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "theory": ("base", "impls"),
     "tasks": ("base", "impls"),
     "experiments": ("base", "impls", "verify", "theory", "tasks"),
-    "reports": ("base", "impls", "verify", "theory", "tasks", "experiments"),
+    "reports": ("base", "experiments"),
     "linrnn": ("base", "impls", "verify"),
 }
 LAYER_FOLDERS = {"linrnn": "linrnn/testing"}
@@ -58,6 +58,9 @@ RULES: dict[str, tuple[str, ...]] = {
     # the specs name each side's implementation as a string, imported on first use: never at import time
     "impls/specs": FRAMEWORKS + ("linrnn.impls.torch", "linrnn.impls.jax", "linrnn.impls.reference"),
 }
+# How a measurement decides stands on base alone: the claim experiments, the sections' measurements and the ledger all
+# decide through it (docs/architecture.md, "What each folder holds"); of the package it may import only these
+STANDS_ON_BASE = {"experiments/decide": ("linrnn.base", "linrnn.experiments.decide")}
 # The framework-neutral modules of impls/ and verify/ import neither framework, except verify's cross-check engine,
 # whose job is to run every backend (it reaches them through the backends registry).
 RUNS_EVERY_BACKEND = {"verify/crosscheck.py"}
@@ -100,6 +103,13 @@ def violations(root: pathlib.Path) -> list[str]:
             for name in sorted(imported_names(path, package)):
                 if _matches(name, forbidden):
                     found.append(f"{rel} imports {name} (forbidden in {rule}/)")
+    for rule, allowed in STANDS_ON_BASE.items():
+        for path in sorted((root / rule).rglob("*.py")) if (root / rule).is_dir() else []:
+            package = "linrnn." + ".".join(path.relative_to(root).parent.parts)
+            for name in sorted(imported_names(path, package)):
+                if _matches(name, ("linrnn",)) and not _matches(name, allowed):
+                    found.append(f"{path.relative_to(root)} imports {name} ({rule}/ stands on "
+                                 f"{' and '.join(allowed)} only)")
     for area in ("base", "impls"):
         for path in sorted((root / area).glob("*.py")):
             for name in sorted(imported_names(path, f"linrnn.{area}")):
@@ -143,6 +153,11 @@ def test_the_layers_are_respected():
     ("experiments", "from linrnn.cli import main"),
     ("linrnn/testing", "from linrnn.tasks import grid"),
     ("impls", "import linrnn.testing"),
+    ("experiments/decide", "from linrnn.experiments.claims import runner"),
+    ("experiments/decide", "from linrnn.experiments import normstudy"),
+    ("experiments/decide", "from linrnn.impls.specs import spec"),
+    ("reports", "from linrnn.verify.conform import run"),
+    ("reports/sections", "from linrnn.tasks.grid import thin"),
 ])
 def test_an_upward_import_is_caught(tmp_path, area, line):
     """Plant one forbidden import in a copy-shaped tree: the check names it."""

@@ -12,7 +12,7 @@ Verdicts are the ledger's (`linrnn.reports.ledger`), settled from the runs when 
             "stored_skipped": [[file, reason], ...],
             "missing": [{"experiment", "claims", "title", "command"}, ...]}
 
-`cells` are `linrnn.experiments.runner.cells` (the runs grouped over seeds); runs keep their labels,
+`cells` are `linrnn.experiments.claims.runner.cells` (the runs grouped over seeds); runs keep their labels,
 metric, value, status, steps, time per step and state size `d_state` (curves and the rest of the config
 are left in the file).
 """
@@ -25,12 +25,11 @@ from pathlib import Path
 from scipy import stats as scipy_stats
 
 from linrnn.experiments import claims as experiments
-from linrnn.experiments import runner, synthetic_gated
+from linrnn.experiments.claims import runner, synthetic_gated
 from linrnn.reports import plots
 from linrnn.base.results import ExperimentRecord
 from linrnn.reports.results import read_stored
 from linrnn.reports.sections.training_reduced import _is_number
-from linrnn.tasks.config import nest_legacy
 
 NAME = "experiments"
 TITLE = "Experiments: the empirical claims at this machine's scale"
@@ -89,13 +88,6 @@ def check_stored(record) -> str | None:
     return None
 
 
-def _mixer_field(config: dict, name: str):
-    """A field of a stored run's mixer: its config's mixer table, or, in a record written before mixer tables, the
-    flat field (where its model has it); None where it has none (attention's d_state)."""
-    mixer = nest_legacy(config).get("mixer")
-    return mixer.get(name) if isinstance(mixer, dict) else None
-
-
 def _finding(record: dict) -> list[str]:
     """The finding of an experiment with no claim (`FINDINGS`) from its record, in lines; [] for the others, and for a
     record it cannot read (one line saying why)."""
@@ -116,7 +108,7 @@ def load_stored(directory: Path) -> tuple[list[dict], list[list[str]]]:
         # d_state: the state size of each run (long-shift's verdict compares L with DLR's N)
         runs = [{**{k: run.get(k) for k in keys}, **{k: run.get(k) for k in RUN_KEYS},
                  "config": {k: run["config"].get(k) for k in CONFIG_KEYS if k in run["config"]},
-                 "d_state": _mixer_field(run["config"], "d_state")} for run in record["runs"]]
+                 "d_state": runner.mixer_field(run["config"], "d_state")} for run in record["runs"]]
         training = record.get("training_seconds")                   # absent from older records
         stored.append({"file": path.name, **{k: record[k] for k in RECORD_SHAPE if k != "runs"},
                        "training_seconds": training if _is_number(training) else None,

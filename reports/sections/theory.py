@@ -10,8 +10,8 @@ that it is MathML and nothing else.
 from __future__ import annotations
 
 from linrnn.experiments.derivations import run
+from linrnn.experiments.montecarlo import STARTS
 from linrnn.reports import plots
-from linrnn.theory.normalisation import MC_STARTS
 
 NAME = "theory"
 TITLE = "Theory: derivations and the normalisation by Monte Carlo"
@@ -54,8 +54,8 @@ def figures(result: dict) -> dict:
     level = int(round(100 * result["config"]["confidence"]))
     top = 1.05 * max(max(c["ci_high"]) for c in result["curves"] if c["model"] == "rotrnn")
     rot = [plots.panel(START_TITLES[start], "t", "E||x_t||^2 per head", _series(result, "rotrnn", start),
-                       xscale="log", ylim=(0.0, top), legend=start == MC_STARTS[1])   # one scale for all starts
-           for start in MC_STARTS]
+                       xscale="log", ylim=(0.0, top), legend=start == STARTS[1])   # one scale for all starts
+           for start in STARTS]
     lru = [plots.panel("LRU modes from x_0 = 0", "t", "E|x_t,j|^2 per mode", _series(result, "lru", "zero"),
                        xscale="log")]
     return {

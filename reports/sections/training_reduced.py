@@ -28,7 +28,7 @@ from pathlib import Path
 from linrnn.base.results import STORED_DIR, ReducedTrainingRecord
 from linrnn.reports import plots
 from linrnn.reports.results import read_stored
-from linrnn.tasks.grid import thin
+from linrnn.experiments.reduced_training import thin
 
 NAME = "training_reduced"
 TITLE = "Training at reduced scale: the papers' data tasks on this machine"

@@ -16,13 +16,14 @@ import pytest
 
 from linrnn.cli import main as cli_main
 from linrnn.experiments import reduced_training as rt
+from linrnn.tasks import datasets
 from linrnn.base import results as stored
 from linrnn.reports.sections import training_reduced
 from linrnn.tasks.config import TrainConfig
 
 TINY = rt.Run(
     "listops-tiny",
-    rt.DataSet("listops-tiny", "listops", dict(n_train=32, n_val=8, n_test=8, workers=1)),
+    datasets.DataSet("listops-tiny", "listops", dict(n_train=32, n_val=8, n_test=8, workers=1)),
     dict(task="listops", model="lru", d_model=8, mixer={"d_state": 4}, n_layers=1, batch_size=8, epochs=None, steps=3,
          dtype="float64", eval_every=None, eval_batches=None, checkpoint_every=None, backend="torch"),
     "32 / 8 / 8 generated ListOps expressions; LRU, 1 layer, H = 8, N = 4; 3 steps of batch 8")
@@ -87,7 +88,7 @@ def test_the_baseline_is_the_majority_fraction(tmp_path):
     """Train's majority is 7; test's own majority (4) and val's would give other values."""
     train, test = [7, 4, 7, 2, 7, 1, 4], [4, 2, 4, 9, 4, 1, 7, 0]
     write_listops(tmp_path, {"train": train, "val": [4, 4], "test": test})
-    base = rt.baseline(TrainConfig(**TINY.config), tmp_path)
+    base = datasets.baseline(TrainConfig(**TINY.config), tmp_path)
     assert base == {"rule": "always class 7 (the most frequent in train)", "metric": "accuracy",
                     "value": test.count(7) / len(test), "examples": {"train": 7, "val": 2, "test": 8},
                     "best_constant": {"class": 4, "value": test.count(4) / len(test)}}   # test's own majority

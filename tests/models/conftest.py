@@ -11,7 +11,7 @@ from linrnn.impls import specs
 from linrnn.verify import crosscheck
 from linrnn.impls.bundle import expected_shapes
 from linrnn.impls.init import init
-from linrnn.reports.sections.crosscheck import QUICK_SHAPES
+from linrnn.experiments.crosscheck import QUICK_SHAPES
 
 # Small shapes that still cover each view: a causal case with decays near 1 (every mode, the step included)
 # and a bidirectional one (no step); the full matrix (three shapes, float32 too) is `linrnn crosscheck`'s.

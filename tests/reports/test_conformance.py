@@ -19,6 +19,7 @@ from linrnn.impls import specs
 from linrnn.impls.config import RECURRENT_KINDS
 from linrnn.reports.render import render
 from linrnn.reports.results import read_results, write_result
+from linrnn.experiments import conformance as measured
 from linrnn.reports.sections import conformance as section
 
 FINDINGS = {("lru-pytorch", "lru"): ("D is applied as a dense matrix, not elementwise", "computes in float32 only",
@@ -110,16 +111,16 @@ def test_every_target_and_check_is_on_the_page(tmp_path):
         assert all(w in table for w in words) if not runs[target, kind]["absent"] or runs[target, kind]["stored"] \
             else "not run here" in table
     peers = html[html.index('<h3 id="conformance-peers">'):]
-    assert all(f"<code>{name}</code>" in peers for name in section.peers_table.__globals__["BUILTINS"])
+    assert all(f"<code>{name}</code>" in peers for name in measured.peers_table.__globals__["BUILTINS"])
 
 
 def test_an_absent_peer_is_named_with_the_reason(tmp_path, monkeypatch):
     reason = "lru-pytorch is not installed (LRU-pytorch: `import LRU_pytorch` failed: No module named <x>)"
-    monkeypatch.setattr(section, "PEER_RUNS", (("lru-pytorch", "lru"),))
-    monkeypatch.setattr(section, "OWN_TARGETS", ())
-    monkeypatch.setattr(section, "OWN_SCANS", ())
-    monkeypatch.setattr(section, "unavailable", lambda target: reason)
-    monkeypatch.setattr(section, "STORED_FINDINGS", tmp_path / "none")
+    monkeypatch.setattr(measured, "PEER_RUNS", (("lru-pytorch", "lru"),))
+    monkeypatch.setattr(measured, "OWN_TARGETS", ())
+    monkeypatch.setattr(measured, "OWN_SCANS", ())
+    monkeypatch.setattr(measured, "unavailable", lambda target: reason)
+    monkeypatch.setattr(measured, "STORED_FINDINGS", tmp_path / "none")
     data, html = build(tmp_path)
     why = "no stored finding (lru-pytorch--lru.json is not in none/)"
     assert data["runs"] == [{"target": "lru-pytorch", "model": "lru", "group": "peer", "absent": f"{reason}; {why}",
@@ -148,11 +149,11 @@ def test_a_peer_that_cannot_run_here_shows_its_stored_finding_marked_as_stored(t
     from linrnn.base.results import write
     from linrnn.reports import digest
 
-    monkeypatch.setattr(section, "PEER_RUNS", (("lru-pytorch", "lru"),))
-    monkeypatch.setattr(section, "OWN_TARGETS", ())
-    monkeypatch.setattr(section, "OWN_SCANS", ())
-    monkeypatch.setattr(section, "unavailable", lambda target: "lru-pytorch is not installed (here)")
-    monkeypatch.setattr(section, "STORED_FINDINGS", tmp_path / "conform")
+    monkeypatch.setattr(measured, "PEER_RUNS", (("lru-pytorch", "lru"),))
+    monkeypatch.setattr(measured, "OWN_TARGETS", ())
+    monkeypatch.setattr(measured, "OWN_SCANS", ())
+    monkeypatch.setattr(measured, "unavailable", lambda target: "lru-pytorch is not installed (here)")
+    monkeypatch.setattr(measured, "STORED_FINDINGS", tmp_path / "conform")
     write(tmp_path / "conform" / "lru-pytorch--lru.json", stored_record("lru-pytorch", "lru"))
     data, html = build(tmp_path)
     run = data["runs"][0]
@@ -167,7 +168,7 @@ def test_a_peer_that_cannot_run_here_shows_its_stored_finding_marked_as_stored(t
     assert ">deviates</span><div class=\"stored\">stored finding: LRU-pytorch 9.9, 2026-12-05 (the 2-core CPU); not " \
         "run here</div>" in html
     assert "<code>linrnn conform lru-pytorch --model lru --json F</code>" in html and "not run here</td>" not in html
-    verdict = section.verdict(run)
+    verdict = measured.verdict(run)
     assert verdict["verdict"] == "deviates" and verdict["stored"] == (
         "stored finding: LRU-pytorch 9.9, 2026-12-05, `linrnn conform lru-pytorch --model lru --json F`")
     assert "lru-pytorch as lru deviates (1 of 1 checks fail) (stored finding: LRU-pytorch 9.9" in section.summary(data)
@@ -186,9 +187,9 @@ def test_a_stored_finding_of_another_target_or_unreadable_is_no_finding(tmp_path
 
     write(tmp_path / "lru-pytorch--lru.json", stored_record("s5-pytorch", "lru"))
     (tmp_path / "lrnnx--lru.json").write_text("{")
-    assert section.stored_finding("lru-pytorch", "lru", tmp_path) == (
+    assert measured.stored_finding("lru-pytorch", "lru", tmp_path) == (
         None, None, "its stored finding lru-pytorch--lru.json is of s5-pytorch as lru, not of lru-pytorch as lru")
-    result, stored, why = section.stored_finding("lrnnx", "lru", tmp_path)
+    result, stored, why = measured.stored_finding("lrnnx", "lru", tmp_path)
     assert result is None and stored is None and why.startswith("its stored finding does not read (") and \
         "unreadable JSON" in why
 
@@ -197,27 +198,27 @@ def test_the_committed_stored_findings_are_the_documented_ones():
     """Every peer run of the report has a stored finding but mamba-ssm's fused kernel (never measured: no CUDA device
     here); each reads, is of the target and contract its name says, records the package's version, the date and the
     command, and holds the findings the page is tested for above."""
-    stored = {p.name for p in section.STORED_FINDINGS.glob("*.json")}
-    assert stored == {f"{t}--{m}.json" for t, m in section.PEER_RUNS if t != "mamba-ssm"}
-    for target, model in section.PEER_RUNS:
+    stored = {p.name for p in measured.STORED_FINDINGS.glob("*.json")}
+    assert stored == {f"{t}--{m}.json" for t, m in measured.PEER_RUNS if t != "mamba-ssm"}
+    for target, model in measured.PEER_RUNS:
         if target == "mamba-ssm":
             continue
-        result, info, why = section.stored_finding(target, model)
+        result, info, why = measured.stored_finding(target, model)
         assert why == "" and info["version"] != "not recorded" and info["command"].startswith(
             f"linrnn conform {target} --model {model}") and info["date"].startswith("2026-"), (target, info)
         words = {**FINDINGS, **OMITTED_FINDINGS}.get((target, model), ())
         deviations = [d["words"] for d in result["diagnoses"]]
-        assert result["verdict"] == section.judged(result)[0] == VERDICTS[target, model], (target, model, deviations)
+        assert result["verdict"] == measured.judged(result)[0] == VERDICTS[target, model], (target, model, deviations)
         assert all(any(w in d for d in deviations) for w in words), (target, model, deviations)
 
 
 def test_the_triton_peers_run_in_a_fresh_process():
     """`run_fresh`: `linrnn conform` in a process of its own with TRITON_INTERPRET=1, its record read back; a target
     that cannot run is the one line it failed with."""
-    result, why = section.run_fresh("linrnn-torch-scan", "scan", lengths=(1, 3))
+    result, why = measured.run_fresh("linrnn-torch-scan", "scan", lengths=(1, 3))
     assert why is None and result["target"] == "linrnn-torch-scan" and result["conforms"], result
     assert result["very_long_length"] == 0 and result["lengths"] == [1, 3]
-    result, why = section.run_fresh("nope", "scan")
+    result, why = measured.run_fresh("nope", "scan")
     assert result is None and why.startswith("target: expected module:function or one of lru-pytorch, "), why
 
 
@@ -225,11 +226,11 @@ def test_a_triton_peer_that_ran_apart_is_listed_as_runnable(monkeypatch):
     """In the report's process triton is imported before the Triton peers' kernels could choose the interpreter; they
     run in a process of their own, and the list of targets says they ran (not this process's import error)."""
     result = stored_record("fla-hgrn", "scan", deviates=False).result
-    monkeypatch.setattr(section, "PEER_RUNS", (("fla-hgrn", "scan"),))
-    monkeypatch.setattr(section, "OWN_TARGETS", ())
-    monkeypatch.setattr(section, "OWN_SCANS", ())
-    monkeypatch.setattr(section, "run_fresh", lambda target, kind: (result, None))
-    monkeypatch.setattr(section, "peers_table", lambda: [
+    monkeypatch.setattr(measured, "PEER_RUNS", (("fla-hgrn", "scan"),))
+    monkeypatch.setattr(measured, "OWN_TARGETS", ())
+    monkeypatch.setattr(measured, "OWN_SCANS", ())
+    monkeypatch.setattr(measured, "run_fresh", lambda target, kind: (result, None))
+    monkeypatch.setattr(measured, "peers_table", lambda: [
         {"target": "fla-hgrn", "missing": "fla-hgrn cannot be imported (triton was imported before ...)"},
         {"target": "mambapy", "missing": "mambapy is not installed"}])
     data, _ = section.compute(False, lambda *a: None)

@@ -192,7 +192,7 @@ def test_only_the_claims_with_a_full_scale_setting_carry_its_commands():
 
 
 def test_d2_full_scale_runs_are_grid_commands_whose_configs_resolve_at_every_length():
-    from linrnn.tasks.config import apply_overrides
+    from linrnn.tasks.overrides import apply_overrides
     from linrnn.tasks.grid import grid_config
 
     command = row(ledger.build({}), "D2")["full_scale"]
@@ -216,6 +216,73 @@ def test_a_malformed_record_is_not_run_here_with_the_reason():
     r = row(ledger.build({"theory": [broken]}), "R2")
     assert r["verdict"] == "not run here" and "data.claims[0].partly: missing" in r["evidence"]
     assert r["command"] == ledger.REPORT_COMMAND
+
+
+def test_every_claim_has_exactly_one_source_of_each_kind():
+    """The ledger's wiring is derived: every experiment source comes from an experiment's `settles` (none written into
+    a claim by hand), each claim has each source once, and every claim an experiment settles is in the table."""
+    from linrnn.experiments.claims import EXPERIMENTS
+
+    assert ledger.wiring_problems(ledger.CLAIMS, EXPERIMENTS) == []
+    for experiment in EXPERIMENTS.values():
+        for settles in experiment.settles:
+            source = ledger.experiment_source(settles.claim)
+            assert source.name == f"experiment ({experiment.name})" and source.section == "experiments"
+            assert source in ledger.sources_of(next(c for c in ledger.CLAIMS if c.id == settles.claim))
+    settled = {s.claim for e in EXPERIMENTS.values() for s in e.settles}
+    assert settled == set(ledger.EXPERIMENT_SOURCES)
+    assert all(s.section != "experiments" for c in ledger.CLAIMS for s in c.sources)
+
+
+def test_a_claim_wired_by_hand_twice_or_unknown_is_named():
+    from dataclasses import replace
+
+    from linrnn.experiments.claims import EXPERIMENTS
+    from linrnn.experiments.claims.runner import Settles
+
+    d8 = EXPERIMENTS["norm-position"]
+    by_hand = tuple(replace(c, sources=c.sources + (ledger.experiment_source("D8"),)) if c.id == "D8" else c
+                    for c in ledger.CLAIMS)
+    assert ledger.wiring_problems(by_hand, EXPERIMENTS) == [
+        "D8: the source 'experiment (norm-position)' is written into the claim by hand; declare it in the "
+        "experiment's settles", "D8: the experiments source 'experiment (norm-position)' appears 2 times"]
+    twice = {**EXPERIMENTS, "norm-position": replace(d8, settles=d8.settles * 2)}
+    assert ledger.wiring_problems(ledger.CLAIMS, twice) == [
+        "experiment norm-position settles D8 twice", "D8: the experiments source 'experiment (norm-position)' appears 2 times"]
+    unknown = {**EXPERIMENTS, "norm-position": replace(d8, settles=(Settles("D99", d8.settles[0].settle),))}
+    assert ledger.wiring_problems(ledger.CLAIMS, unknown) == [
+        "experiment norm-position settles D99, which is not a claim of the ledger"]
+    theory_twice = tuple(replace(c, sources=c.sources * 2) if c.id == "D3" else c for c in ledger.CLAIMS)
+    assert ledger.wiring_problems(theory_twice, EXPERIMENTS) == [
+        "D3: the theory source 'derivation (theory)' appears 2 times"]
+
+
+def test_an_experiment_added_by_the_recipe_is_wired_into_the_ledger_with_no_other_edit():
+    """docs/architecture.md, "How to add an experiment": an experiment that declares `Settles("D8", settle)` in a
+    registry gives D8 its source, named after it, whose parts the stored record decides; nothing of the ledger is
+    edited."""
+    from linrnn.experiments.claims import EXPERIMENTS
+    from linrnn.experiments.claims.runner import Experiment, Settles
+
+    def settle(stored: dict) -> list:
+        return [ledger.Part("x", "reproduced", f"{len(stored['runs'])} runs", test="numeric")]
+
+    new = Experiment("toy-d8", (Settles("D8", settle),), "a toy", "a question", lambda quick: [], lambda quick: "toy")
+    registry = {**EXPERIMENTS, "toy-d8": new}
+    assert ledger.wiring_problems(ledger.CLAIMS, registry) == []
+    [*_, source] = ledger.derive_experiment_sources(registry)["D8"]
+    assert source.name == "experiment (toy-d8)" and source.anchor == "experiment-toy-d8"
+    stored = {"experiment": "toy-d8", "quick": False, "complete": True, "scale": "toy", "command": "c", "cells": [],
+              "runs": [{"name": "a"}, {"name": "b"}]}
+    [part] = source.settle({"stored": [stored]})
+    assert (part.source, part.verdict, part.evidence) == ("experiment (toy-d8)", "reproduced", "2 runs")
+
+
+def test_an_experiment_declares_its_claims_as_settles():
+    from linrnn.experiments.claims.runner import Experiment
+
+    with pytest.raises(TypeError, match=r"Experiment 'x': settles expected a tuple of Settles\(claim, settle\)"):
+        Experiment("x", ("D8",), "t", "q", lambda quick: [], lambda quick: "")
 
 
 def test_a_bug_in_a_settle_function_raises(monkeypatch):

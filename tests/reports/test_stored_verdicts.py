@@ -2,7 +2,7 @@
 contradicted carries the test that decided it, enough values per arm, p below its alpha and an interval on
 the decided side (docs/claims.md, "How an experiment decides").
 
-The crafted-record tests (test_ledger.py, tests/experiments/test_claims_experiments.py) check each rule;
+The crafted-record tests (test_ledger.py, tests/experiments/claims/test_claims_experiments.py) check each rule;
 this one checks what a reader of `reports/results/` is actually shown.
 """
 
@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from linrnn.experiments import stats
+from linrnn.experiments.decide import stats
 from linrnn.reports import ledger
 from linrnn.reports.cli import STORED_RESULTS, STORED_SECTIONS
 from linrnn.reports.results import read_section

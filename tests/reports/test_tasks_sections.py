@@ -152,7 +152,7 @@ def test_d4_a_section_without_a_control_at_its_length_leaves_struggles_to_the_ex
     """The tasks section runs ContextShift at L = 128 and its control at L = 16: its "struggles" part has no control
     and is a side finding, so it neither decides D4 nor holds it back; the claim's verdict then rests on the
     experiment's part at the control's own length (and, with no experiment record, on its "not run here")."""
-    from linrnn.experiments.synthetic_tasks import STRUGGLES
+    from linrnn.experiments.tasks import STRUGGLES
 
     data = {"rows": [{**r, "config": {"length": 128}} if not r.get("control") else r
                      for r in rows({"shift": 0.995, "context_shift": 0.05})], "trivial": [

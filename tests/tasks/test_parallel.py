@@ -63,11 +63,12 @@ JAX_DRIVER = """
 import contextlib, io, json, sys
 from linrnn.cli import main
 from linrnn.tasks.config import TrainConfig
+from linrnn.tasks.overrides import replace
 from linrnn.tasks.train import train
 
 config, data, out = sys.argv[1:]
 for devices in (1, 2):
-    train(TrainConfig.from_file(config).replace([f"devices={devices}"]), f"{out}/d{devices}", data=data or None,
+    train(replace(TrainConfig.from_file(config), [f"devices={devices}"]), f"{out}/d{devices}", data=data or None,
           progress=False)
 err = io.StringIO()
 with contextlib.redirect_stderr(err):

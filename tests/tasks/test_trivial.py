@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from linrnn.experiments.reduced_training import DataSet, ensure_data
+from linrnn.tasks.datasets import DataSet, ensure_data
 from linrnn.tasks import trivial
 from linrnn.tasks import trivial_models as fit
 from linrnn.tasks.config import TrainConfig
@@ -123,9 +123,9 @@ SEGMENTATION = DataSet("seg-t", "pathfinder-segmentation", dict(resolution=32, n
 
 def test_a_stored_bar_of_another_family_version_is_measured_again(tmp_path):
     """Planted: the runner keeps a previous record's bar whatever family measured it (PathfinderSegmentation's
-    per-pixel bar 0.426 of 16 intensity levels instead of 0.548). experiments/runner.py keeps an entry only when
+    per-pixel bar 0.426 of 16 intensity levels instead of 0.548). experiments/claims/runner.py keeps an entry only when
     its family_version is this one, and measures the others by a job of the sweep (`trivial_entry`)."""
-    from linrnn.experiments.runner import Job, trivial_entry, trivial_jobs, trivial_key
+    from linrnn.experiments.claims.runner import Job, trivial_entry, trivial_jobs, trivial_key
 
     config = dict(task="pathfinder-segmentation", model="dlr", steps=1, data_options={"resolution": 32})
     job = Job({"task": "pathfinder-segmentation", "model": "dlr", "seed": 0}, config, SEGMENTATION)

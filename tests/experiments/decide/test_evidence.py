@@ -1,4 +1,4 @@
-"""The rules that turn measurements into evidence (linrnn.experiments.evidence, linrnn.experiments.rules): what
+"""The rules that turn measurements into evidence (linrnn.experiments.decide.evidence, linrnn.experiments.decide.rules): what
 "learned" is judged against, which control vouches for which arms, how a claim's contradiction tests are adjusted,
 and what would settle an undecided part."""
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from statsmodels.stats.power import TTestIndPower, TTestPower
 
-from linrnn.experiments import evidence, rules, stats
-from linrnn.experiments.evidence import Part
+from linrnn.experiments.decide import evidence, rules, stats
+from linrnn.experiments.decide.evidence import Part
 
 
 def test_a_controls_rows_vouch_only_for_arms_of_their_own_task_length_and_data():

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from linrnn.experiments.evidence import Part, mean_sd, trivial_for
-from linrnn.experiments.rules import arm_runs, norms_by_layer
-from linrnn.experiments.reduced_training import LISTOPS, DataSet, ensure_data
-from linrnn.experiments.runner import Control, Experiment, Job, _thin
+from linrnn.experiments.decide.evidence import Part, mean_sd, trivial_for
+from linrnn.experiments.decide.rules import arm_runs, norms_by_layer
+from linrnn.tasks.datasets import LISTOPS, DataSet, ensure_data
+from linrnn.experiments.claims.runner import Control, Experiment, Job, Settles, _thin
 from linrnn.base.results import NORM_RUN, NormRunRecord, read, write
 
 LISTOPS_QUICK = DataSet("listops-quick", "listops", dict(n_train=32, n_val=8, n_test=8))
@@ -175,7 +175,7 @@ def settle_r8_listops(stored: dict) -> list[Part]:
 
 
 EXPERIMENT = Experiment(
-    "norms-listops", ("R8",), "Hidden-state norms on ListOps: RotRNN vs LRU, per layer, over training",
+    "norms-listops", (Settles("R8", settle_r8_listops),), "Hidden-state norms on ListOps: RotRNN vs LRU, per layer, over training",
     "the coefficient of variation over training of each layer's mean state norm (lower: flatter)",
     r8_jobs, r8_scale, factor="layer", run_job=r8_run, controls=r8_controls, design=r8_design,
     brief=f"{len(R8_SEEDS)} seeds, generated ListOps (real lengths), 300 steps",

@@ -1,4 +1,4 @@
-"""The experiment `synthetic-gated` (issue 52; experiments/synthetic_gated.py): only the RG-LRU trains, D4's finished
+"""The experiment `synthetic-gated` (issue 52; experiments/claims/synthetic_gated.py): only the RG-LRU trains, D4's finished
 runs stand for DLR, the LRU and attention where the config is the same, at D4's budget; and its rule decides from the
 numbers (a planted gap is shown, the stored record gives the finding docs/experiments.md quotes)."""
 
@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
-from linrnn.experiments import synthetic_gated as gated
-from linrnn.experiments.runner import STORED_DIR, stored_rows
+from linrnn.experiments.claims import synthetic_gated as gated
+from linrnn.experiments.claims.runner import STORED_DIR, stored_rows
 from linrnn.base.results import ExperimentRecord, read, to_dict
 
 STORED = STORED_DIR / "experiment-synthetic-gated.json"

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from linrnn.experiments.evidence import Part, chance_of, mean_sd
-from linrnn.experiments.rules import arm_runs, better_parts
-from linrnn.experiments.reduced_training import SEGMENTATION, SUBTREES, DataSet
-from linrnn.experiments.runner import Control, Experiment, Job
+from linrnn.experiments.decide.evidence import Part, chance_of, mean_sd
+from linrnn.experiments.decide.rules import arm_runs, better_parts
+from linrnn.tasks.datasets import SEGMENTATION, SUBTREES, DataSet
+from linrnn.experiments.claims.runner import Control, Experiment, Job, Settles
 
 NAMES = {"dlr": "DLR", "attention": "local attention", "lru": "LRU", "rotrnn": "RotRNN"}
 SUBTREES_QUICK = DataSet("subtrees-quick", "listops-subtrees", dict(n_train=8, n_val=4, n_test=4))
@@ -104,7 +104,7 @@ def settle_d5(stored: dict) -> list[Part]:
 
 
 EXPERIMENT = Experiment(
-    "subtrees-segmentation", ("D5",), "ListOpsSubTrees and PathfinderSegmentation: DLR, local attention, LRU, RotRNN",
+    "subtrees-segmentation", (Settles("D5", settle_d5),), "ListOpsSubTrees and PathfinderSegmentation: DLR, local attention, LRU, RotRNN",
     "per-token accuracy and per-pixel macro F1 on test at the best validation", d5_jobs, d5_scale,
     controls=d5_controls,
     brief=f"{len(D5_SEEDS)} seeds, generated ListOpsSubTrees (8K) and PathfinderSegmentation-32, 3-4 epochs")

@@ -2,7 +2,7 @@
 
 Every test is taken from SciPy or statsmodels (none is written out here), and each returns a `Test`: its
 name, the sample size per arm, the effect with its confidence interval, the p-value, the alpha it is judged
-at and, for an equivalence, the margin. `tests/experiments/test_stats.py` checks each against the library's
+at and, for an equivalence, the margin. `tests/experiments/decide/test_stats.py` checks each against the library's
 own numbers on known inputs and by simulation (the false-decision rate at 3 seeds is what alpha says).
 
     welch(a, b)                 two means over seeds: Welch's t (unequal variances) with its degrees of

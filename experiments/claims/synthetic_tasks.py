@@ -19,13 +19,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-
-from linrnn.experiments import stats
-from linrnn.experiments.evidence import (FAILS_R2, SOLVED_R2, Part, baseline_of, diverged, experiment_control,
-                                         mean_sd, needs, power_two_arms, public, run_seconds, side, tested,
-                                         trivial_for, with_control)
-from linrnn.experiments.rules import threshold_part
-from linrnn.experiments.runner import GROUP_ORDER, Control, Experiment, Job
+from linrnn.experiments.decide.evidence import FAILS_R2, Part
+# D4's rule, which both its sources decide with, is the D4 grid section's (`linrnn.experiments.tasks`)
+from linrnn.experiments.tasks import CONTEXT_CONTROL, _values, d4_parts
+from linrnn.experiments.claims.runner import GROUP_ORDER, Control, Experiment, Job, Settles
 
 # This project's reading of the generators (docs/experiments.md), not the paper's tables: "few" tasks are
 # translation-invariant linear maps (a handful of convolution kernels solves them), "many" tasks are fixed
@@ -86,10 +83,6 @@ def context_shift_arms(quick: bool) -> list[Job]:
             for seed in seeds for model in D4_MODELS]
 
 
-# ContextShift is learnable by this pipeline: causal softmax attention reads the shift from the header and
-# attends back by it, at a length where a small model does so in 1,000 steps (at L = 64 it did not within
-# 3,000 steps of 2 blocks or 500 of 6: R^2 0.06 and 0.02)
-CONTEXT_CONTROL = {"length": 16, "steps": 1000, "layers": 2, "lr": 2e-3}
 CONTEXT_CONTROL_QUICK = {"length": 8, "steps": 60, "layers": 1, "lr": 2e-3}
 CONTROL_BAR_R2 = FAILS_R2  # learned above this R^2 (and the trivial bar): the "fails" bar of D4, so a failing arm is the model's doing
 
@@ -128,117 +121,6 @@ def d4_scale(quick: bool) -> str:
 
 # -- the rule -------------------------------------------------------------------------------------------
 
-def _by(rows: list[dict], model: str, task: str) -> dict[int, list[dict]]:
-    """A model's runs of a task, by length."""
-    out: dict[int, list[dict]] = {}
-    for r in rows:
-        if r["model"] == model and r["task"] == task:
-            out.setdefault(int((r.get("config") or {}).get("length", r.get("length") or 0)), []).append(r)
-    return dict(sorted(out.items()))
-
-
-def _values(runs: list[dict]) -> list[float]:
-    return [float(r["value"]) for r in runs if not diverged(r)]
-
-
-STRUGGLES = "struggles where the shift depends on the context (ContextShift)"
-
-
-def _struggles(stored: dict, runs: list[dict], values: list[float], control: dict, baseline: dict | None, L: int,
-               source: str, scale: str) -> Part:
-    """The paper's "struggle" at one length: DLR's R^2 on ContextShift below the control's (a model that learns the
-    task at the same task, length and data) by a one-sided Welch t, with the control learned. DLR solving it (above
-    SOLVED_R2) or doing as well as the control contradicts it."""
-    rows = [r for r in stored["runs"] if r.get("control") == control.get("name") and not diverged(r)]
-    reference = [float(r["value"]) for r in rows]
-    what = (f"DLR's final validation R^2 on ContextShift at L = {L}: {mean_sd(values)}, the control "
-            f"{control.get('name')}: {mean_sd(reference)}")
-    if min(len(values), len(reference)) < 2:
-        return Part(source, "inconclusive", f"{what}: a decision needs {stats.MIN_SEEDS} seeds per arm", scale,
-                    part=STRUGGLES, control=public(control), baseline=baseline,
-                    power=needs(f"at least {stats.MIN_SEEDS} seeds of DLR and of the control", stats.MIN_SEEDS))
-    lower = stats.welch_one_sided(values, reference, "less", name="Welch's t, one-sided (DLR below the control)")
-    solved = stats.one_sample(values, SOLVED_R2, "greater")
-    enough = min(lower.n) >= stats.MIN_SEEDS
-    if not enough:
-        verdict, why = "inconclusive", f"{min(lower.n)} seeds per arm: a decision needs {stats.MIN_SEEDS}"
-    elif lower.significant:
-        verdict, why = "reproduced", f"DLR below the control at alpha {lower.alpha:g}"
-    elif solved.significant and min(solved.n) >= stats.MIN_SEEDS:
-        verdict, why = "contradicted", f"DLR solves it: above {SOLVED_R2:g} at alpha"
-    else:
-        verdict, why = "inconclusive", "DLR not shown below the control"
-    verdict, why = with_control(verdict, why, control)
-    power = None if verdict != "inconclusive" else power_two_arms(values, reference, effect=-lower.effect,
-                                                                  what="DLR is not below the control")
-    return Part(source, verdict, f"{what}; " + lower.words("DLR - control") + f": {why}; {control['evidence']}",
-                scale, part=STRUGGLES, control=public(control), baseline=baseline, power=power, against=solved,
-                **tested(lower, solved))
-
-
-def d4_parts(stored: dict, rows: list[dict], source: str, scale: str) -> list[Part]:
-    """D4 from the PyTorch arms' rows of `stored` (each: task, model, status, value = final validation R^2, its config
-    or length): one part per length for Shift (solved) and for ContextShift (fails where a control learned at the
-    same length; a side finding elsewhere). The LRU and RotRNN are reported beside."""
-    shift, context = _by(rows, "dlr", "shift"), _by(rows, "dlr", "context_shift")
-    if not shift or not context:
-        return [Part(source, "inconclusive", "DLR was not run on both Shift and ContextShift", scale,
-                     power=needs("DLR's runs of both tasks (the experiment, or the section, runs them)"))]
-    parts = []
-    for L, runs in shift.items():
-        values = _values(runs)
-        baseline = baseline_of(trivial_for(stored, runs[0]))
-        part = threshold_part(values, SOLVED_R2, "greater", source, "near-perfect where few kernels suffice (Shift)",
-                              f"DLR's final validation R^2 on Shift at L = {L}", scale, "reproduced", baseline=baseline,
-                              seconds=run_seconds(runs))
-        if baseline is None:
-            part = replace(part, verdict="inconclusive", evidence=part.evidence + "; but this record has no "
-                           "trivial baseline of Shift at this length, so the arm is not shown above it",
-                           power=needs("the trivial baseline of Shift at this length: rerunning the experiment "
-                                       "measures it (the finished runs are reused)"))
-        if len(values) < len(runs):
-            part = replace(part, verdict="inconclusive", evidence=part.evidence + f"; {len(runs) - len(values)} "
-                           "DLR run(s) diverged", power=needs("the diverged runs again, finished (a diverged run is "
-                                                              "evidence for nothing)"))
-        parts.append(part)
-    deciding = []
-    for L, runs in context.items():
-        values = _values(runs)
-        control = experiment_control(stored, "context_shift", runs)
-        baseline = baseline_of(trivial_for(stored, runs[0]))
-        elsewhere = control.get("name") is not None and control.get("learned") is None and \
-            "another setting" in control.get("evidence", "")
-        # the project's stronger reading, "fails" (R^2 below 0.5): a side finding beside the paper's "struggles"
-        fails = threshold_part(values, FAILS_R2, "less", source, "fails (below R^2 0.5) on ContextShift",
-                               f"DLR's final validation R^2 on ContextShift at L = {L}", scale, "reproduced", control,
-                               baseline, seconds=run_seconds(runs))
-        if elsewhere:
-            if control["evidence"] not in fails.evidence:
-                fails = replace(fails, evidence=fails.evidence + f"; {control['evidence']}")
-            parts.extend(side([fails], f"no control ran at L = {L}"))
-            continue
-        part = _struggles(stored, runs, values, control, baseline, L, source, scale)
-        if len(values) < len(runs):
-            part = replace(part, verdict="inconclusive", evidence=part.evidence + f"; {len(runs) - len(values)} "
-                           "DLR run(s) diverged", power=needs("the diverged runs again, finished (a diverged run is "
-                                                              "evidence for nothing)"))
-        parts.append(part)
-        deciding.append(part)
-        parts.extend(side([fails], "the project's stronger reading (R^2 below 0.5); the paper says 'struggle'"))
-    if not deciding:
-        parts.append(Part(source, "inconclusive", "ContextShift was run at no length where the record's control ran: "
-                          "no control vouches for a DLR that struggles there", scale, part=STRUGGLES,
-                          power=needs("DLR on ContextShift at the control's own length, task and data (the "
-                                      "synthetic-tasks experiment runs it)")))
-    beside = []
-    for model in ("lru", "rotrnn"):
-        for task in ("shift", "context_shift"):
-            for L, runs in _by(rows, model, task).items():
-                beside.append(f"{model} {task} at L = {L}: {mean_sd(_values(runs))}")
-    return [replace(parts[0], evidence=parts[0].evidence + (f". Beside it: {'; '.join(beside)}" if beside else ""))] \
-        + parts[1:]
-
-
 def settle_d4_experiment(stored: dict) -> list[Part]:
     """D4 on the synthetic-tasks record: `d4_parts` on the PyTorch runs (the seeds are the replicates; a JAX run
     shares its seed's data and initial parameters, a check of the frameworks, reported beside); per model, the mean
@@ -276,7 +158,7 @@ def settle_d4_experiment(stored: dict) -> list[Part]:
 
 
 EXPERIMENT = Experiment(
-    "synthetic-tasks", ("D4",), "The 13 tasks: DLR, LRU and RotRNN, tasks grouped by the kernels they need",
+    "synthetic-tasks", (Settles("D4", settle_d4_experiment),), "The 13 tasks: DLR, LRU and RotRNN, tasks grouped by the kernels they need",
     "validation R^2 at the end of training, per task, and its mean per group of tasks", d4_jobs, d4_scale,
     factor="backend", controls=d4_controls,
     brief=f"{len(D4_SEEDS)} seeds, 11 synthetic tasks at L = 64, {D4_LAYERS} blocks, 500 steps; ContextShift at "

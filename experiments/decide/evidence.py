@@ -1,9 +1,9 @@
 """How a measurement becomes evidence for a claim: the `Part`, the thresholds, what "learned" and a control mean,
-and what would settle an undecided part. The rules that decide a part with them are in `linrnn.experiments.rules`.
+and what would settle an undecided part. The rules that decide a part with them are in `linrnn.experiments.decide.rules`.
 
 A claim of the ledger (`linrnn.reports.ledger`) gathers parts; each experiment's module settles its own parts with
 the rules (`threshold_part`, `better_parts`, `matches_parts`, `norms_by_layer`), so a claim's runs, rule and
-record are read in one file. The rules decide only by a test of `linrnn.experiments.stats` (SciPy, statsmodels),
+record are read in one file. The rules decide only by a test of `linrnn.experiments.decide.stats` (SciPy, statsmodels),
 and never on an arm that did not learn:
 
 - **learned** means above the task's best trivial predictor (`linrnn.tasks.trivial`: a lookup per token or pixel,
@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from linrnn.experiments import stats
+from linrnn.experiments.decide import stats
 
 RANK = {"contradicted": 0, "contradicted (in part)": 0, "inconclusive": 1, "not run here": 2,
         "verified (in part)": 3, "reproduced (in part)": 3, "verified": 4, "reproduced": 4, "proved": 5}

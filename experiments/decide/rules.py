@@ -1,6 +1,6 @@
 """The rules that decide a part of a claim: a threshold over seeds, "a is better than b", "a matches b", "flatter"
 (R8), and the Holm adjustment of a claim's contradiction tests. Each is judged with the tests of
-`linrnn.experiments.stats`, on arms that learned and controls at the arms' own setting (`linrnn.experiments.evidence`,
+`linrnn.experiments.decide.stats`, on arms that learned and controls at the arms' own setting (`linrnn.experiments.decide.evidence`,
 which also says what "learned" and a part are); the experiments' settle functions call them.
 """
 
@@ -12,8 +12,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from linrnn.experiments import stats
-from linrnn.experiments.evidence import (ALMOST_CONSTANT_CV, FLATTER_RATIO, MARGIN_ACCURACY, Part, experiment_control,
+from linrnn.experiments.decide import stats
+from linrnn.experiments.decide.evidence import (ALMOST_CONSTANT_CV, FLATTER_RATIO, MARGIN_ACCURACY, Part, experiment_control,
                                          fmt_p, learned, mean_sd, needs, not_learned_power, power_dict,
                                          power_one_sample, power_two_arms, public, run_seconds, tested, with_control)
 

@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-from linrnn.experiments import full_scale
+from linrnn.experiments.claims import full_scale
 from linrnn.tasks.config import TrainConfig
 from linrnn.tasks.grid import grid_config
 

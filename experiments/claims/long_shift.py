@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from linrnn.experiments import stats
-from linrnn.experiments.evidence import (FAILS_R2, SOLVED_R2, Part, baseline_of, diverged, experiment_control,
+from linrnn.experiments.decide import stats
+from linrnn.experiments.decide.evidence import (FAILS_R2, SOLVED_R2, Part, baseline_of, diverged, experiment_control,
                                          mean_sd, needs, public, run_seconds, trivial_for, with_control)
-from linrnn.experiments.rules import threshold_part
-from linrnn.experiments.runner import Control, Experiment, Job
+from linrnn.experiments.decide.rules import threshold_part
+from linrnn.experiments.claims.runner import Control, Experiment, Job, Settles
 from linrnn.impls.specs import spec
 
 # The DLR paper's long-Shift protocol: one layer of H = 32, batch 4, the state size N fixed while L grows
@@ -135,7 +135,7 @@ def settle_d2_experiment(stored: dict) -> list[Part]:
 
 
 EXPERIMENT = Experiment(
-    "long-shift", ("D2",), "Shift at growing L: DLR (two initialisations), LRU, RotRNN at a fixed state size",
+    "long-shift", (Settles("D2", settle_d2_experiment),), "Shift at growing L: DLR (two initialisations), LRU, RotRNN at a fixed state size",
     "final validation R^2 on Shift, per model and length: the longest L each solves", d2_jobs, d2_scale,
     factor="length", controls=d2_controls,
     brief=f"{len(D2_SEEDS)} seeds at L = 1,024 and 2,048 (1 at 4,096), N = 1,024, {D2_STEPS} steps",

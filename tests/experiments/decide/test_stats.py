@@ -1,4 +1,4 @@
-"""The ledger's statistics (linrnn.experiments.stats) against independent computations and by simulation."""
+"""The ledger's statistics (linrnn.experiments.decide.stats) against independent computations and by simulation."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from linrnn.experiments import stats
+from linrnn.experiments.decide import stats
 from linrnn.base.errors import LinrnnError
 
 

@@ -12,7 +12,7 @@ defaults); DLR's, the LRU's and attention's runs are the finished rows of D4's s
 the same (`reuse_or_train`), so only the RG-LRU trains.
 
 The rule, fixed before any RG-LRU run (`finding`; alpha 0.05 throughout, statsmodels and SciPy through
-`linrnn.experiments.stats`):
+`linrnn.experiments.decide.stats`):
 
 1. ContextShift at the control's setting (L = 16, 2 blocks, 1,000 steps, 12 seeds per arm), the question itself:
    a. the RG-LRU learned it: its R^2 above the higher of D4's fails bar (0.5) and the best trivial predictor, a
@@ -36,11 +36,11 @@ from pathlib import Path
 
 import numpy as np
 
-from linrnn.experiments import stats
-from linrnn.experiments.evidence import (FAILS_R2, baseline_of, diverged, mean_sd, power_two_arms, regression_learned,
+from linrnn.experiments.decide import stats
+from linrnn.experiments.decide.evidence import (FAILS_R2, baseline_of, diverged, mean_sd, power_two_arms, regression_learned,
                                          trivial_for)
-from linrnn.experiments.runner import STORED_DIR, Control, Experiment, Job, run_job, stored_rows
-from linrnn.experiments.synthetic_tasks import (CONTEXT_CONTROL, CONTEXT_CONTROL_QUICK, D4_CONTEXT_SEEDS, D4_GROUPS,
+from linrnn.experiments.claims.runner import STORED_DIR, Control, Experiment, Job, run_job, stored_rows
+from linrnn.experiments.claims.synthetic_tasks import (CONTEXT_CONTROL, CONTEXT_CONTROL_QUICK, D4_CONTEXT_SEEDS, D4_GROUPS,
                                                 D4_LAYERS, D4_SEEDS)
 from linrnn.base.errors import LinrnnError
 from linrnn.base.results import ExperimentRecord, ResultsError, read, to_dict

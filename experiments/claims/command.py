@@ -1,28 +1,10 @@
-"""The experiments that settle the papers' empirical claims at the scale this machine allows, and their command.
+"""`linrnn experiment`: run one of the experiments of the registry (`linrnn.experiments.claims.EXPERIMENTS`).
 
     linrnn experiment --list
     linrnn experiment NAME [--quick] [--data DIR] [--runs DIR] [--out FILE] [--quiet] [--only LABEL=VALUE]
                            [--executor serial|local[:N]|slurm] [--retries N] [--cluster FILE] ...
     linrnn experiment NAME --scale full --dry-run [--seeds N] [--ledger FILE] [--step-times FILE]
     linrnn experiment NAME --scale full --data DIR --executor slurm --cluster FILE [--measure-steps FILE]
-
-Each experiment is one module of `linrnn.experiments` that holds its jobs, controls and scale, and the settle
-functions of its claims (the rules, `linrnn.experiments.evidence`): a claim's runs, rule and record are read in one
-file. How an experiment runs and what its record holds: `linrnn.experiments.runner`; where its jobs run (this
-process, local worker processes, a SLURM cluster): `linrnn.tasks.sweep`.
-
-    norm-position           D8      experiments/norm_position.py
-    long-shift              D2      experiments/long_shift.py
-    synthetic-tasks         D4      experiments/synthetic_tasks.py
-    norms-listops           R8      experiments/norms_listops.py
-    subtrees-segmentation   D5      experiments/subtrees_segmentation.py
-    lra-reduced             R6, D1  experiments/lra_reduced.py
-    speech                  R7, D6  experiments/speech.py
-
-and one that asks a question of this project's own, beside the papers' claims (no claim: the ledger settles nothing
-from it):
-
-    synthetic-gated         -       experiments/synthetic_gated.py (the RG-LRU on D4's tasks)
 """
 
 from __future__ import annotations
@@ -30,15 +12,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from linrnn.experiments import (long_shift, lra_reduced, norm_position, norms_listops, speech, subtrees_segmentation,
-                                synthetic_gated, synthetic_tasks)
-from linrnn.experiments.runner import Experiment, default_out, run
 from linrnn.base.errors import LinrnnError
+from linrnn.experiments.claims import EXPERIMENTS
+from linrnn.experiments.claims.runner import default_out, run
 from linrnn.tasks import sweep
-
-EXPERIMENTS: dict[str, Experiment] = {m.EXPERIMENT.name: m.EXPERIMENT for m in (
-    norm_position, long_shift, synthetic_tasks, norms_listops, subtrees_segmentation, lra_reduced, speech,
-    synthetic_gated)}
 
 
 def register(subparsers) -> None:
@@ -54,7 +31,7 @@ def register(subparsers) -> None:
                    help="train only the runs with this label (repeatable, e.g. --only task=sc35 --only seed=1); the "
                         "record keeps what it already holds of the others. Two processes at once each need their "
                         "own --out; a last run without --only then gathers their run directories")
-    full = p.add_argument_group("the papers' scale (R6, D1, D2, D5, R7, D6 on a cluster; experiments/full_scale.py)")
+    full = p.add_argument_group("the papers' scale (R6, D1, D2, D5, R7, D6 on a cluster; experiments/claims/full_scale.py)")
     full.add_argument("--scale", choices=("reduced", "full"), default="reduced",
                       help="reduced: this machine's scale (default); full: the papers' configs (tasks/configs/) on "
                            "their own data under --data, through --executor")
@@ -93,7 +70,7 @@ def _main(args: argparse.Namespace) -> int:
     if args.seeds is not None and args.seeds < 1:
         raise LinrnnError(f"--seeds: expected 1 or more, found {args.seeds}")
     if full:
-        from linrnn.experiments import full_scale
+        from linrnn.experiments.claims import full_scale
 
         if args.dry_run:
             print("\n".join(full_scale.plan_lines(args.name, args.seeds or full_scale.DEFAULT_SEEDS,

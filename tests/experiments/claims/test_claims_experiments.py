@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 
 from linrnn.cli import main as cli_main
-from linrnn.experiments import (claims, long_shift, norms_listops, runner, speech, subtrees_segmentation,
-                                synthetic_tasks)
-from linrnn.experiments.reduced_training import DataSet
+from linrnn.experiments import claims
+from linrnn.experiments.claims import (long_shift, norm_position, norms_listops, runner, speech, subtrees_segmentation,
+                                       synthetic_tasks)
+from linrnn.tasks.datasets import DataSet
 from linrnn.base import results
 from linrnn.base.errors import LinrnnError
 from linrnn.reports import ledger
@@ -42,7 +43,7 @@ def tiny_jobs(quick: bool) -> list[runner.Job]:
     return synthetic + [data]
 
 
-TINY = runner.Experiment("norm-position", ("D8",), "a tiny experiment", "R^2", tiny_jobs,
+TINY = runner.Experiment("norm-position", (runner.Settles("D8", norm_position.settle_d8),), "a tiny experiment", "R^2", tiny_jobs,
                          lambda quick: "toy", factor="norm")
 
 
@@ -129,7 +130,7 @@ def test_added_seeds_train_only_the_new_runs_reusing_the_records_rows_and_only_t
         return tiny_jobs(quick) + [runner.Job({**j.labels, "seed": 1}, {**j.config, "seed": 1}, j.data)
                                    for j in tiny_jobs(quick)[:1]]
 
-    bigger = runner.Experiment("norm-position", ("D8",), "a tiny experiment", "R^2", two_seeds, lambda q: "toy",
+    bigger = runner.Experiment("norm-position", (runner.Settles("D8", norm_position.settle_d8),), "a tiny experiment", "R^2", two_seeds, lambda q: "toy",
                                factor="norm")
     trained = []
     real = runner.run_job
@@ -235,7 +236,7 @@ def settle(source, stored: list[dict]) -> list[ledger.Part]:
 @pytest.mark.parametrize("dlr_gap, attention_gap, verdict", [(0.01, 0.3, "reproduced"), (0.3, 0.1, "contradicted"),
                                                             (0.1, 0.1, "inconclusive")])
 def test_d8_compares_the_per_seed_sensitivities_by_welchs_t(dlr_gap, attention_gap, verdict):
-    [part] = settle(ledger.D8_EXPERIMENT, [planted("norm-position", d8_runs(dlr_gap, attention_gap))])
+    [part] = settle(ledger.experiment_source("D8"), [planted("norm-position", d8_runs(dlr_gap, attention_gap))])
     assert part.verdict == verdict and "DLR" in part.evidence and part.scope == "planted"
     assert part.test == "Welch's t" and part.n == (3, 3) and part.scale == "planted"
     assert part.control == {"name": "attention-norm-sensitivity", "learned": True}
@@ -249,37 +250,37 @@ def test_d8_compares_the_per_seed_sensitivities_by_welchs_t(dlr_gap, attention_g
 def test_d8_needs_the_transformers_own_sensitivity_and_arms_above_the_trivial_bar():
     """The positive control of D8 is attention pre-norm above attention post-norm: a setting where the Transformer is
     not sensitive decides nothing; a task whose pre-norm arm sits at its trivial predictor is not counted."""
-    [part] = settle(ledger.D8_EXPERIMENT, [planted("norm-position", d8_runs(0.3, 0.0))])
+    [part] = settle(ledger.experiment_source("D8"), [planted("norm-position", d8_runs(0.3, 0.0))])
     assert part.verdict == "inconclusive" and part.control["learned"] is False
     assert "not shown to make the Transformer sensitive" in part.evidence
-    [part] = settle(ledger.D8_EXPERIMENT, [planted("norm-position", d8_runs(0.01, 0.3),
+    [part] = settle(ledger.experiment_source("D8"), [planted("norm-position", d8_runs(0.01, 0.3),
                                                    trivial={"reverse": 0.95, "shift": 0.1})])
     assert part.verdict == "reproduced" and "over 1 task(s) (shift)" in part.evidence
     assert "reverse: dlr pre-norm not shown to learn" in part.evidence
-    [part] = settle(ledger.D8_EXPERIMENT, [planted("norm-position", d8_runs(0.01, 0.3),
+    [part] = settle(ledger.experiment_source("D8"), [planted("norm-position", d8_runs(0.01, 0.3),
                                                    trivial={"reverse": 0.95, "shift": 0.95})])
     assert part.verdict == "inconclusive" and "no task where both models' pre-norm arms learned" in part.evidence
 
 
 def test_d8_with_two_seeds_never_decides():
     """Two seeds decide nothing: not whether an arm learned, not the sensitivities."""
-    [part] = settle(ledger.D8_EXPERIMENT, [planted("norm-position", d8_runs(0.01, 0.3, seeds=2))])
+    [part] = settle(ledger.experiment_source("D8"), [planted("norm-position", d8_runs(0.01, 0.3, seeds=2))])
     assert part.verdict == "inconclusive" and "pre-norm not shown to learn" in part.evidence and "n = 2" in \
         part.evidence
 
 
 def test_a_quick_or_absent_record_settles_nothing_and_an_incomplete_one_is_inconclusive():
     for stored in ([], [planted("norm-position", d8_runs(0.01, 0.3), quick=True)]):
-        [part] = settle(ledger.D8_EXPERIMENT, stored)
+        [part] = settle(ledger.experiment_source("D8"), stored)
         assert part.verdict == "not run here" and part.command == "linrnn experiment norm-position --data DIR"
-    [part] = settle(ledger.D8_EXPERIMENT, [planted("norm-position", d8_runs(0.01, 0.3), complete=False)])
+    [part] = settle(ledger.experiment_source("D8"), [planted("norm-position", d8_runs(0.01, 0.3), complete=False)])
     assert part.verdict == "inconclusive" and "interrupted" in part.evidence
 
 
 def test_a_diverged_run_makes_d8_inconclusive():
     runs = d8_runs(0.01, 0.3)
     runs[0] = {**runs[0], "status": "diverged", "value": None, "name": "reverse-dlr-pre-0"}
-    [part] = settle(ledger.D8_EXPERIMENT, [planted("norm-position", runs)])
+    [part] = settle(ledger.experiment_source("D8"), [planted("norm-position", runs)])
     assert part.verdict == "inconclusive" and "diverged" in part.evidence
 
 
@@ -297,7 +298,7 @@ def d5_runs(dlr, attention, lru=(0.45, 0.46, 0.47), chance=0.2) -> list[dict]:
 def test_d5_asks_dlr_to_beat_local_attention_on_each_task_by_welchs_t(dlr, attention, verdict):
     """Both tasks must hold: each part at alpha on its own (an intersection-union test, no Holm); the
     contradictions are Holm-adjusted together by the ledger (`test_contradictions_are_holm_adjusted_...`)."""
-    parts = settle(ledger.D5_EXPERIMENT, [planted("subtrees-segmentation", d5_runs(dlr, attention),
+    parts = settle(ledger.experiment_source("D5"), [planted("subtrees-segmentation", d5_runs(dlr, attention),
                                                   controls=[arm_control(t) for t in D5_TASKS])])
     assert [p.verdict for p in parts] == [verdict, verdict]
     assert all(p.test == "Welch's t" and p.n == (3, 3) for p in parts)
@@ -310,7 +311,7 @@ def test_d5_decides_nothing_where_an_arm_is_at_its_tasks_trivial_predictor():
     """The reviewer's PathfinderSegmentation: a per-pixel lookup scores 0.548 macro F1, every model 0.49-0.51: no
     model learned, so DLR beating local attention there is no evidence; the arms only above chance do not count."""
     dlr, attention, lru = (0.506, 0.509, 0.505), (0.496, 0.486, 0.488), (0.498, 0.483, 0.488)
-    parts = settle(ledger.D5_EXPERIMENT, [planted("subtrees-segmentation", d5_runs(dlr, attention, lru, chance=0.333),
+    parts = settle(ledger.experiment_source("D5"), [planted("subtrees-segmentation", d5_runs(dlr, attention, lru, chance=0.333),
                                                   controls=[arm_control(t) for t in D5_TASKS],
                                                   trivial={t: 0.548 for t in D5_TASKS})])
     for p in parts:
@@ -318,7 +319,7 @@ def test_d5_decides_nothing_where_an_arm_is_at_its_tasks_trivial_predictor():
         assert p.baseline["score"] == 0.548 and p.control["learned"] is False
         assert p.power["seeds_per_arm"] is None and "the paper's scale" in p.power["assumption"]
     # a comparison won against an arm that never learned decides nothing either
-    parts = settle(ledger.D5_EXPERIMENT, [planted("subtrees-segmentation", d5_runs((0.80, 0.82, 0.81),
+    parts = settle(ledger.experiment_source("D5"), [planted("subtrees-segmentation", d5_runs((0.80, 0.82, 0.81),
                                                                                    (0.09, 0.10, 0.095)),
                                                   controls=[arm_control(t) for t in D5_TASKS])])
     assert {p.verdict for p in parts} == {"inconclusive"}
@@ -326,7 +327,7 @@ def test_d5_decides_nothing_where_an_arm_is_at_its_tasks_trivial_predictor():
     # no trivial baseline in the record: not decidable, and the record says how to measure it
     stored = planted("subtrees-segmentation", d5_runs((0.80, 0.82, 0.81), (0.50, 0.52, 0.51)),
                      controls=[arm_control(t) for t in D5_TASKS], trivial={})
-    parts = settle(ledger.D5_EXPERIMENT, [stored])
+    parts = settle(ledger.experiment_source("D5"), [stored])
     assert {p.verdict for p in parts} == {"inconclusive"} and "no trivial baseline" in parts[0].evidence
     assert "rerunning its experiment measures it" in parts[0].power["assumption"]
 
@@ -334,26 +335,26 @@ def test_d5_decides_nothing_where_an_arm_is_at_its_tasks_trivial_predictor():
 def test_two_seeds_with_t_of_2_5_is_inconclusive():
     """The reviewer's case: PathfinderSegmentation's 0.508 against 0.491 over 2 seeds (|t| > 2.5)."""
     runs = d5_runs((0.506, 0.510), (0.486, 0.496), lru=(0.45, 0.46))
-    parts = settle(ledger.D5_EXPERIMENT, [planted("subtrees-segmentation", runs,
+    parts = settle(ledger.experiment_source("D5"), [planted("subtrees-segmentation", runs,
                                                   controls=[arm_control(t) for t in D5_TASKS])])
     assert {p.verdict for p in parts} == {"inconclusive"} and "a decision needs 3 seeds" in parts[0].evidence
 
 
 def test_a_part_without_any_spread_never_decides():
     runs = d5_runs((0.8, 0.8, 0.8), (0.5, 0.5, 0.5))
-    parts = settle(ledger.D5_EXPERIMENT, [planted("subtrees-segmentation", runs,
+    parts = settle(ledger.experiment_source("D5"), [planted("subtrees-segmentation", runs,
                                                   controls=[arm_control(t) for t in D5_TASKS])])
     assert {p.verdict for p in parts} == {"inconclusive"} and "no spread" in parts[0].evidence
 
 
 def test_a_control_that_did_not_learn_makes_the_verdict_inconclusive():
     runs = d5_runs((0.80, 0.82, 0.81), (0.50, 0.52, 0.51), lru=(0.19, 0.2, 0.21))     # the LRU arm at chance
-    parts = settle(ledger.D5_EXPERIMENT, [planted("subtrees-segmentation", runs,
+    parts = settle(ledger.experiment_source("D5"), [planted("subtrees-segmentation", runs,
                                                   controls=[arm_control(t) for t in D5_TASKS])])
     assert {p.verdict for p in parts} == {"inconclusive"}
     assert "the control did not learn" in parts[0].evidence and parts[0].control["learned"] is False
     # a record without controls decides nothing either
-    parts = settle(ledger.D5_EXPERIMENT, [planted("subtrees-segmentation", d5_runs((0.80, 0.82, 0.81),
+    parts = settle(ledger.experiment_source("D5"), [planted("subtrees-segmentation", d5_runs((0.80, 0.82, 0.81),
                                                                                    (0.50, 0.52, 0.51)))])
     assert {p.verdict for p in parts} == {"inconclusive"} and "no positive control" in parts[0].evidence
 
@@ -405,7 +406,7 @@ def d4_record(*args, **kwargs) -> dict:
     (0.999, 0.05, "context_shift-dlr-torch-1-16", ["reproduced", "inconclusive"])])
 def test_d4_settles_on_shift_and_context_shift_at_the_controls_length_and_names_every_group(shift, context,
                                                                                             diverged, verdicts):
-    parts = settle(ledger.D4_EXPERIMENT, [d4_record(shift, context, diverged)])
+    parts = settle(ledger.experiment_source("D4"), [d4_record(shift, context, diverged)])
     deciding = [p for p in parts if p.decides]
     assert [p.verdict for p in deciding] == verdicts
     for model in synthetic_tasks.D4_MODELS:
@@ -425,12 +426,12 @@ def test_d4_settles_on_shift_and_context_shift_at_the_controls_length_and_names_
 
 
 def test_d4_without_a_learning_control_never_says_dlr_struggles_on_context_shift():
-    shift, context = [p for p in settle(ledger.D4_EXPERIMENT, [d4_record(0.999, 0.05, control=(0.02, 0.03, 0.01))])
+    shift, context = [p for p in settle(ledger.experiment_source("D4"), [d4_record(0.999, 0.05, control=(0.02, 0.03, 0.01))])
                       if p.decides]
     assert shift.verdict == "reproduced" and context.verdict == "inconclusive"
     assert context.control["learned"] is False and "not shown to learn" in context.evidence
     # DLR below a control that learned nothing is still no struggle
-    shift, context = [p for p in settle(ledger.D4_EXPERIMENT, [d4_record(0.999, 0.001, control=(0.02, 0.03, 0.01))])
+    shift, context = [p for p in settle(ledger.experiment_source("D4"), [d4_record(0.999, 0.001, control=(0.02, 0.03, 0.01))])
                       if p.decides]
     assert context.verdict == "inconclusive" and "the control did not learn" in context.evidence
 
@@ -439,7 +440,7 @@ def test_d4_a_control_at_another_length_vouches_for_nothing():
     """The reviewer's D4: the attention control learned at L = 16, DLR was scored at L = 64 and 128 only."""
     runs = [r for r in d4_runs(0.999, 0.05) if not (r["task"] == "context_shift" and r["length"] == 16
                                                     and not r.get("control"))]
-    parts = settle(ledger.D4_EXPERIMENT, [planted("synthetic-tasks", runs, controls=[CONTEXT_CONTROL],
+    parts = settle(ledger.experiment_source("D4"), [planted("synthetic-tasks", runs, controls=[CONTEXT_CONTROL],
                                                   trivial=D4_TRIVIAL)])
     context = [p for p in parts if p.decides and "ContextShift" in p.part]
     assert [p.verdict for p in context] == ["inconclusive"]
@@ -448,7 +449,7 @@ def test_d4_a_control_at_another_length_vouches_for_nothing():
     assert "ran at another setting (context_shift at L = 16) than the arms (context_shift at L = 64)" in \
         beside[0].evidence
     # a control above the fails bar but not above its task's trivial predictor did not learn
-    parts = settle(ledger.D4_EXPERIMENT, [planted("synthetic-tasks", d4_runs(0.999, 0.05), controls=[CONTEXT_CONTROL],
+    parts = settle(ledger.experiment_source("D4"), [planted("synthetic-tasks", d4_runs(0.999, 0.05), controls=[CONTEXT_CONTROL],
                                                   trivial={**D4_TRIVIAL, ("context_shift", 16): 0.95})])
     context = [p for p in parts if p.decides and "ContextShift" in p.part][0]
     assert context.verdict == "inconclusive" and context.control == {"name": "context-shift-attention",
@@ -512,7 +513,7 @@ def d2_runs(dlr: dict, diverged: tuple = ()) -> list[dict]:
     ({1024: 0.999, 2048: 0.9985, 4096: 0.995}, (("dlr", "synthetic", 1024, 1),),
      ["inconclusive", "reproduced", "inconclusive"])])
 def test_d2_asks_dlr_to_solve_each_length_and_fails_it_only_within_its_state_size(dlr, diverged, verdicts):
-    parts = settle(ledger.D2_EXPERIMENT, [planted("long-shift", d2_runs(dlr, diverged), controls=[SHIFT_CONTROL],
+    parts = settle(ledger.experiment_source("D2"), [planted("long-shift", d2_runs(dlr, diverged), controls=[SHIFT_CONTROL],
                                                   keys=("task", "model", "init", "length"), trivial=D2_TRIVIAL)])
     assert [p.verdict for p in parts] == verdicts
     assert "dlr (default): L = 1024: 0.995" in parts[0].evidence
@@ -578,7 +579,7 @@ def test_d2_settles_from_a_stored_record_as_the_report_reads_it(tmp_path, form):
     stored, skipped = section.load_stored(tmp_path)
     assert skipped == [] and {r["d_state"] for r in stored[0]["runs"]} == {long_shift.D2_STATE,
                                                                           long_shift.D2_STATE // 4}
-    parts = settle(ledger.D2_EXPERIMENT, stored)
+    parts = settle(ledger.experiment_source("D2"), stored)
     assert [p.verdict for p in parts] == ["reproduced", "inconclusive", "inconclusive"]
     assert parts[0].scale == experiment.brief and parts[0].baseline == {"name": "planted predictor", "score": 0.2}
 
@@ -610,7 +611,7 @@ def test_r8_on_listops_asks_every_layer_for_both_of_the_papers_statements(rotrnn
     half') and "almost constant" (RotRNN's CV below 0.1, a one-sample t of the log CVs)."""
     stored = planted("norms-listops", r8_runs(rotrnn, lru) + [listops_control_run()], controls=[LISTOPS_CONTROL],
                      keys=("task", "model", "layer"))
-    parts = settle(ledger.R8_EXPERIMENT, [stored])
+    parts = settle(ledger.experiment_source("R8"), [stored])
     assert [p.part for p in parts[:2]] == ["flatter than the LRU's in layer 0", "almost constant in layer 0"]
     assert [p.verdict for p in parts] == [flatter, constant] * 3 and "layer 2" in parts[5].evidence
     assert all(p.test == "Welch's t of log CVs, one-sided (ratio below 1)" and p.n == (3, 3) for p in parts[::2])
@@ -629,7 +630,7 @@ def test_r8_decides_on_the_smaller_arms_seed_count():
                                        enumerate((0.010, 0.011))] +
                      [{**run("listops", "lru", v, s), "layer": 0} for s, v in enumerate((0.1, 0.11, 0.12, 0.13, 0.1))],
                      keys=("task", "model", "layer"))
-    parts = settle(ledger.R8_EXPERIMENT, [stored])
+    parts = settle(ledger.experiment_source("R8"), [stored])
     assert [p.verdict for p in parts] == ["inconclusive", "inconclusive"]
     assert "2 seeds per arm: a decision needs 3" in parts[0].evidence and "2 seeds: a decision needs 3" in \
         parts[1].evidence
@@ -678,7 +679,7 @@ def test_r7_asks_rotrnn_to_have_the_same_accuracy_as_the_lru_within_the_margin(r
     """"The same accuracy": equivalence within the margin (TOST); a difference beyond it on either side contradicts,
     a significantly better RotRNN too (0.85 against 0.81 is not "the same")."""
     runs = speech_runs({"rotrnn": rotrnn, "lru": 0.81, "dlr": 0.8}, "sc35")
-    [part] = settle(ledger.R7_EXPERIMENT, [planted("speech", runs, controls=SPEECH_CONTROLS)])
+    [part] = settle(ledger.experiment_source("R7"), [planted("speech", runs, controls=SPEECH_CONTROLS)])
     assert part.verdict == verdict and "synthetic speech" in part.evidence
     assert part.margin == ledger.MARGIN_ACCURACY                 # an equivalence part always states its margin
     names = {t["name"] for t in part.tests}
@@ -697,7 +698,7 @@ def test_an_undecided_equivalence_part_records_its_tost_and_the_seeds_that_would
     runs = speech_runs({"rotrnn": 0.932, "lru": 0.939}, "sc35")
     a, b = (0.9314, 0.9171, 0.9486), (0.9286, 0.9629, 0.9257)
     runs = [{**r, "value": v} for r, v in zip(runs, a + b)]
-    [part] = settle(ledger.R7_EXPERIMENT, [planted("speech", runs, controls=SPEECH_CONTROLS)])
+    [part] = settle(ledger.experiment_source("R7"), [planted("speech", runs, controls=SPEECH_CONTROLS)])
     assert part.verdict == "inconclusive" and part.test == "TOST (Welch)" and part.p > 0.05
     assert part.margin == ledger.MARGIN_ACCURACY and part.p == pytest.approx(part.tests[0]["p"])
     from statsmodels.stats.power import TTestIndPower
@@ -732,11 +733,11 @@ def d6_record(confirmatory: dict, exploratory: dict | None = None, seeds: tuple 
 def test_d6_waits_for_its_whole_confirmatory_run_and_has_none_without_a_design():
     """The design fixes the seeds: a confirmatory run with 10 of its 16 seeds is not looked at (no decision, however
     clear); a record without a design has only exploratory runs, which never decide D6."""
-    part = settle(ledger.D6_EXPERIMENT, [d6_record({"dlr": 0.905, "s4d": 0.90}, finished=10)])[0]
+    part = settle(ledger.experiment_source("D6"), [d6_record({"dlr": 0.905, "s4d": 0.90}, finished=10)])[0]
     assert part.decides and part.verdict == "inconclusive" and "DLR 10 of 16, S4D 10 of 16" in part.evidence
     assert part.power["seeds_per_arm"] == 16 and part.test is None
     bare = d6_record({}, exploratory={"dlr": 0.905, "s4d": 0.90, "lru": 0.90}, design=[])
-    parts = settle(ledger.D6_EXPERIMENT, [bare])
+    parts = settle(ledger.experiment_source("D6"), [bare])
     assert parts[0].decides and parts[0].verdict == "inconclusive" and "no confirmatory design" in parts[0].evidence
     assert all(not p.decides for p in parts[1:])
     assert parts[1].part.endswith("(exploratory runs)") and parts[1].verdict == "reproduced"
@@ -752,7 +753,7 @@ def test_d6_is_decided_by_one_sided_non_inferiority_on_the_confirmatory_run(dlr,
     if verdict == "inconclusive":                 # a wider spread: 0.012 below, the margin inside its interval
         stored["runs"] = [{**r, "value": r["value"] + (0.03 if r["seed"] % 2 else -0.03)}
                           if r.get("stage") and r["model"] == "dlr" else r for r in stored["runs"]]
-    part = settle(ledger.D6_EXPERIMENT, [stored])[0]
+    part = settle(ledger.experiment_source("D6"), [stored])[0]
     assert part.decides and part.verdict == verdict and part.n == (16, 16)
     assert part.test == ("Welch's t, one-sided, beyond the margin" if verdict == "contradicted" else
                          "Welch's t, one-sided non-inferiority")
@@ -770,7 +771,7 @@ def test_d6_reports_the_exploratory_runs_and_their_interim_look_as_such():
     difference of the seeds looked at and of those added after the look; the LRU and RotRNN are side findings."""
     stored = d6_record({"dlr": 0.905, "s4d": 0.90}, exploratory={"dlr": 0.90, "s4d": 0.90, "lru": 0.98,
                                                                  "rotrnn": 0.98})
-    parts = settle(ledger.D6_EXPERIMENT, [stored])
+    parts = settle(ledger.experiment_source("D6"), [stored])
     assert [(p.part, p.verdict, p.decides) for p in parts] == [
         ("comparable to or better than S4D on SC10", "reproduced", True),
         ("comparable to or better than S4D on SC10 (exploratory runs)", "reproduced", False),
@@ -791,7 +792,7 @@ def test_d6_keeps_the_clip_level_analysis_beside_it():
         right = set(range(int(0.9 * 107)))
         r["predictions"] = {"split": "test", "label": [0] * 107, "predicted": [0 if i in right else 1 for i in
                                                                                 range(107)]}
-    parts = settle(ledger.D6_EXPERIMENT, [stored])
+    parts = settle(ledger.experiment_source("D6"), [stored])
     clip = next(p for p in parts if p.part.endswith("clip by clip"))
     assert not clip.decides and clip.n == (107,) and clip.effect == 0.0 and "side finding" in clip.evidence
 
@@ -803,11 +804,11 @@ def test_a_paired_comparison_is_worse_beyond_the_margin_only_when_its_whole_inte
     design = speech.speech_design(False)
     design[0] = {**design[0], "seeds": [1000]}
     paired = d6_record({"dlr": 0.90, "s4d": 0.93}, seeds=(1000,), design=design, n=300, predictions=True)
-    part = settle(ledger.D6_EXPERIMENT, [paired])[0]
+    part = settle(ledger.experiment_source("D6"), [paired])[0]
     assert part.control["learned"] is True and part.p < 0.05 and part.test == "exact McNemar"
     assert part.ci[0] < -ledger.MARGIN_ACCURACY < part.ci[1] and part.verdict == "inconclusive"
     clearly = d6_record({"dlr": 0.85, "s4d": 0.93}, seeds=(1000,), design=design, n=300, predictions=True)
-    part = settle(ledger.D6_EXPERIMENT, [clearly])[0]
+    part = settle(ledger.experiment_source("D6"), [clearly])[0]
     assert part.ci[1] < -ledger.MARGIN_ACCURACY and part.verdict == "contradicted"
 
 
@@ -830,16 +831,16 @@ def lra_controls(listops: float = 0.45, pathfinder: float = 0.9) -> list[dict]:
 def test_r6_and_d1_decide_per_task_and_model_and_their_controls():
     values = {"rotrnn": 0.70, "lru": 0.50, "s4d": 0.50, "s5": 0.50, "dlr": 0.40}
     stored = planted("lra-reduced", lra_runs(values) + lra_controls(), controls=LRA_CONTROLS)
-    parts = [p for p in settle(ledger.R6_EXPERIMENT, [stored]) if p.decides]
+    parts = [p for p in settle(ledger.experiment_source("R6"), [stored]) if p.decides]
     assert len(parts) == 6 + 3 and {p.verdict for p in parts} == {"reproduced"}
     assert parts[0].part == "competitive with LRU on listops" and parts[0].test == "Welch's t, one-sided " \
         "non-inferiority"
     assert parts[-1].part == "best on ListOps: better than S5" and parts[-1].test == "Welch's t"
-    d1 = settle(ledger.D1_EXPERIMENT, [stored])
+    d1 = settle(ledger.experiment_source("D1"), [stored])
     assert [p.verdict for p in d1] == ["contradicted", "contradicted"]
     # the Pathfinder control at chance: every Pathfinder part is inconclusive, ListOps's stand
     stored = planted("lra-reduced", lra_runs(values) + lra_controls(pathfinder=0.5), controls=LRA_CONTROLS)
-    parts = [p for p in settle(ledger.R6_EXPERIMENT, [stored]) if p.decides]
+    parts = [p for p in settle(ledger.experiment_source("R6"), [stored]) if p.decides]
     assert all(p.verdict == "inconclusive" and "the control did not learn" in p.evidence
                for p in parts if "pathfinder" in p.part)
     assert all(p.verdict == "reproduced" for p in parts if "listops" in p.part.lower())
@@ -851,7 +852,7 @@ def test_r6_reads_the_papers_whole_sentence_a_little_lower_on_the_pixel_tasks_is
     values = {"rotrnn": 0.70, "lru": 0.71, "s4d": 0.705, "s5": 0.71}
     runs = [r for r in lra_runs(values) if r["task"] == "pathfinder"]
     stored = planted("lra-reduced", runs + lra_controls()[1:], controls=LRA_CONTROLS[1:])
-    parts = settle(ledger.R6_EXPERIMENT, [stored])
+    parts = settle(ledger.experiment_source("R6"), [stored])
     assert [p.verdict for p in parts if p.decides] == ["reproduced"] * 3
     [gap] = [p for p in parts if not p.decides]
     assert gap.part == "a little lower on the pixel tasks (pathfinder)" and "-0.010" in gap.evidence
@@ -861,19 +862,19 @@ def test_models_that_all_sit_at_chance_settle_no_comparison():
     """Ties between models that learnt nothing are not 'competitive': every such comparison is inconclusive."""
     values = {"rotrnn": 0.176, "lru": 0.182, "s4d": 0.18, "s5": 0.181, "dlr": 0.179}
     stored = planted("lra-reduced", lra_runs(values) + lra_controls(), controls=LRA_CONTROLS)
-    for p in settle(ledger.R6_EXPERIMENT, [stored]) + settle(ledger.D1_EXPERIMENT, [stored]):
+    for p in settle(ledger.experiment_source("R6"), [stored]) + settle(ledger.experiment_source("D1"), [stored]):
         assert p.verdict == "inconclusive", p
     # every seed answers the one class that is rare in train and frequent in test: no spread, still chance
     constant = [run("listops", m, 0.5095, s, baseline={"value": 0.4905, "best_constant": {"class": 1, "value": 0.5095}},
                     examples={"train": 100, "val": 50, "test": 2000}) for m in values for s in range(3)]
-    for p in settle(ledger.R6_EXPERIMENT, [planted("lra-reduced", constant + lra_controls(), controls=LRA_CONTROLS)]):
+    for p in settle(ledger.experiment_source("R6"), [planted("lra-reduced", constant + lra_controls(), controls=LRA_CONTROLS)]):
         assert p.verdict == "inconclusive" and p.part, p
 
 
 def test_learned_is_judged_against_the_highest_chance_level_of_the_runs():
     """Runs whose chance levels differ (a constant that is rare in train, frequent in test): an arm above the lowest
     level but not the highest has not learned."""
-    from linrnn.experiments import evidence
+    from linrnn.experiments.decide import evidence
 
     runs = [run("listops", "lru", v, s, metric="accuracy", baseline={"value": level})
             for s, (v, level) in enumerate(((0.41, 0.2), (0.42, 0.2), (0.40, 0.45)))]
@@ -927,7 +928,7 @@ def test_no_name_is_one_line_and_status_2_and_list_names_every_experiment(capsys
 
 
 def test_a_data_folder_generated_with_other_options_is_refused_in_one_line(tmp_path, monkeypatch):
-    from linrnn.experiments import reduced_training
+    from linrnn.tasks import datasets
     from linrnn.base.errors import LinrnnError
     from linrnn.tasks.data import generate
 
@@ -935,13 +936,13 @@ def test_a_data_folder_generated_with_other_options_is_refused_in_one_line(tmp_p
     monkeypatch.setitem(generate.GENERATORS, "listops",
                         lambda folder, **options: (made.append(options), (folder / "x").mkdir(parents=True)))
     small = DataSet("lo", "listops", dict(n_train=8, n_val=4, n_test=4))
-    assert reduced_training.ensure_data(tmp_path, small) == tmp_path / "lo" and len(made) == 1
-    assert reduced_training.ensure_data(tmp_path, small) == tmp_path / "lo" and len(made) == 1   # reused
+    assert datasets.ensure_data(tmp_path, small) == tmp_path / "lo" and len(made) == 1
+    assert datasets.ensure_data(tmp_path, small) == tmp_path / "lo" and len(made) == 1   # reused
     bigger = DataSet("lo", "listops", dict(n_train=80, n_val=4, n_test=4))
     with pytest.raises(LinrnnError, match=r"--data: .*lo holds listops data generated with .*n_train': 8.*expected"):
-        reduced_training.ensure_data(tmp_path, bigger)
+        datasets.ensure_data(tmp_path, bigger)
     (tmp_path / ".lo.generated.json").unlink()                  # no stamp: the folder is used as it is
-    assert reduced_training.ensure_data(tmp_path, bigger) == tmp_path / "lo" and len(made) == 1
+    assert datasets.ensure_data(tmp_path, bigger) == tmp_path / "lo" and len(made) == 1
 
 
 def test_a_run_directory_of_another_config_is_set_aside_whole_and_the_same_configs_resumes(tmp_path, capsys):

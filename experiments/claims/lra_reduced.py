@@ -23,11 +23,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from linrnn.experiments.evidence import Part, mean_sd, side
-from linrnn.experiments.rules import arm_runs, better_parts, matches_parts
-from linrnn.experiments.norms_listops import LISTOPS_QUICK, listops_control
-from linrnn.experiments.reduced_training import LISTOPS, PATHFINDER, DataSet
-from linrnn.experiments.runner import Control, Experiment, Job
+from linrnn.experiments.decide.evidence import Part, mean_sd, side
+from linrnn.experiments.decide.rules import arm_runs, better_parts, matches_parts
+from linrnn.experiments.claims.norms_listops import LISTOPS_QUICK, listops_control
+from linrnn.tasks.datasets import LISTOPS, PATHFINDER, DataSet
+from linrnn.experiments.claims.runner import Control, Experiment, Job, Settles
 
 NAMES = {"dlr": "DLR", "lru": "LRU", "rotrnn": "RotRNN", "s4d": "S4D", "s5": "S5"}
 BASELINES = ("lru", "s4d", "s5")
@@ -145,7 +145,7 @@ def settle_d1(stored: dict) -> list[Part]:
 
 
 EXPERIMENT = Experiment(
-    "lra-reduced", ("R6", "D1"), "ListOps and Pathfinder-32: RotRNN, LRU, DLR, S4D, S5 on one budget",
+    "lra-reduced", (Settles("R6", settle_r6), Settles("D1", settle_d1)), "ListOps and Pathfinder-32: RotRNN, LRU, DLR, S4D, S5 on one budget",
     "test accuracy at the best validation", lra_jobs, lra_scale, controls=lra_controls,
     brief=f"{len(LRA_SEEDS)} seeds, generated ListOps (5,000) and Pathfinder-32, 250-313 steps",
     note="generated data in LRA's formats at a fraction of LRA's size and training budget")

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from linrnn.experiments import stats
-from linrnn.experiments.evidence import (Part, baseline_of, mean_sd, needs, power_two_arms, regression_learned,
+from linrnn.experiments.decide import stats
+from linrnn.experiments.decide.evidence import (Part, baseline_of, mean_sd, needs, power_two_arms, regression_learned,
                                          run_seconds, trivial_for, tested)
-from linrnn.experiments.rules import arm_runs
-from linrnn.experiments.runner import Experiment, Job
+from linrnn.experiments.decide.rules import arm_runs
+from linrnn.experiments.claims.runner import Experiment, Job, Settles
 
 D8_TASKS = ("reverse", "masked_select_fixed")   # tasks a trivial predictor does not solve (R^2 0.02 at L = 64)
 D8_MODELS = ("dlr", "attention")
@@ -165,7 +165,7 @@ def settle_d8(stored: dict) -> list[Part]:
 
 
 EXPERIMENT = Experiment(
-    "norm-position", ("D8",), "Pre- vs post-norm: DLR and a Transformer of matched size, where Transformers are "
+    "norm-position", (Settles("D8", settle_d8),), "Pre- vs post-norm: DLR and a Transformer of matched size, where Transformers are "
     "sensitive", "how much the final R^2 moves when LayerNorm moves from before the mixer to after the residual",
     d8_jobs, d8_scale, factor="norm",
     brief=f"{len(D8_SEEDS)} seeds, {len(D8_TASKS)} synthetic tasks at L = {D8_LENGTH}, {D8_LAYERS} blocks, no warm-up, "

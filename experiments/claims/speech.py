@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from linrnn.experiments.evidence import MARGIN_ACCURACY, Part, baseline_of, needs, side, tested, trivial_for
-from linrnn.experiments.rules import arm_runs, matches_parts
-from linrnn.experiments.reduced_training import SPEECH, DataSet
-from linrnn.experiments.runner import Control, Experiment, Job
+from linrnn.experiments.decide.evidence import MARGIN_ACCURACY, Part, baseline_of, needs, side, tested, trivial_for
+from linrnn.experiments.decide.rules import arm_runs, matches_parts
+from linrnn.tasks.datasets import SPEECH, DataSet
+from linrnn.experiments.claims.runner import Control, Experiment, Job, Settles
 
 NAMES = {"dlr": "DLR", "lru": "LRU", "rotrnn": "RotRNN", "s4d": "S4D"}
 SPEECH_QUICK = DataSet("speech-quick", "speech", dict(n_train=2, n_val=1, n_test=1))
@@ -189,8 +189,8 @@ def _clip_level(stored: dict) -> Part | None:
     minus S4D's, one-sided one-sample t over the clips against -margin."""
     import numpy as np
 
-    from linrnn.experiments import stats
-    from linrnn.experiments.rules import _correct
+    from linrnn.experiments.decide import stats
+    from linrnn.experiments.decide.rules import _correct
 
     arms = {m: [c for c in (_correct(r) for r in _stage_runs(CONFIRMATORY)(stored, "sc10", m)) if c is not None]
             for m in ("dlr", "s4d")}
@@ -272,7 +272,8 @@ def _after_look(stored: dict, look: dict | None) -> str:
 
 
 EXPERIMENT = Experiment(
-    "speech", ("R7", "D6"), "Speech Commands layouts (SC10, SC35) on synthetic speech: RotRNN, LRU, DLR, S4D",
+    "speech", (Settles("R7", settle_r7, only={"task": "sc35"}), Settles("D6", settle_d6, only={"task": "sc10"})),
+    "Speech Commands layouts (SC10, SC35) on synthetic speech: RotRNN, LRU, DLR, S4D",
     "test accuracy (SC35: at the best validation epoch; SC10: at the last epoch of a fixed budget)", speech_jobs,
     speech_scale, controls=speech_controls, design=speech_design,
     brief=f"SC35 {len(R7_SEEDS)} seeds per arm until validation stops improving, SC10 {len(D6_SEEDS)} exploratory + "

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from linrnn.base.errors import LinrnnError
 
-CONFIGS = Path(__file__).resolve().parents[1] / "tasks" / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / "tasks" / "configs"
 LRA_TASKS = ("listops", "text", "retrieval", "image", "pathfinder", "pathx")
 DEFAULT_SEEDS = 3
 # S4's published epoch times (docs/training.md): minutes per epoch and the GPU they were timed on
@@ -67,7 +67,8 @@ class FullJob:
 def from_file(claims: tuple[str, ...], task: str, model: str, file_model: str | None = None,
               overrides: tuple[str, ...] = ()) -> FullJob:
     """A run of `tasks/configs/TASK-FILE_MODEL.toml` (default: the model's own) with `--set` overrides."""
-    from linrnn.tasks.config import TrainConfig, apply_overrides
+    from linrnn.tasks.config import TrainConfig
+    from linrnn.tasks.overrides import apply_overrides
 
     path = CONFIGS / f"{task}-{file_model or model}.toml"
     sets = ((f"model={model}",) if file_model else ()) + overrides
@@ -262,8 +263,8 @@ def experiment(name: str, seeds: int, reduced: Mapping):
     Its record is the same kind, so the ledger settles it beside the reduced one (docs/experiments.md)."""
     from dataclasses import replace
 
-    from linrnn.experiments.reduced_training import REAL, DataSet
-    from linrnn.experiments.runner import Job
+    from linrnn.tasks.datasets import REAL, DataSet
+    from linrnn.experiments.claims.runner import Job
 
     if name not in FULL:
         raise LinrnnError(f"--scale full: expected one of {', '.join(FULL)} (the claims that need a cluster), "
@@ -300,7 +301,7 @@ def measure(name: str, data: Path, runs_root: Path, out: Path, executor) -> dict
     `out` ({"step_times": {RUN: {"seconds_per_step", "device", "steps", "date"}}}) for `--step-times`."""
     import os
 
-    from linrnn.experiments.reduced_training import REAL, DataSet, ensure_data
+    from linrnn.tasks.datasets import REAL, DataSet, ensure_data
     from linrnn.tasks.config import TrainConfig
     from linrnn.tasks.sweep import SweepJob, run_jobs
 
@@ -343,3 +344,36 @@ def measure_step(values: dict, data: str, run_dir: str, warmup: int = 3, timed: 
             "date": time.strftime("%Y-%m-%d")}
 
 
+# -- what the ledger says of the papers' scale (linrnn.reports.ledger's `Claim.full_scale` and `Claim.paper_scale`)
+
+def commands(tasks: tuple[str, ...], models: tuple[str, ...]) -> str:
+    """The exact full-scale commands, one per (task, model), with their configs in tasks/configs/ (docs/training.md)."""
+    return " ; ".join(f"linrnn train --config tasks/configs/{t}-{m}.toml --data DIR --out runs/{t}-{m}"
+                      for t in tasks for m in models)
+
+
+def paper_scale(tasks: tuple[str, ...], models: tuple[str, ...], seeds: int = DEFAULT_SEEDS) -> str:
+    """What the paper's scale costs, in words: the runs (tasks x models x seeds of tasks/configs/), and the GPU time
+    of those whose epoch time is published (the configs' epochs x S4's published minutes per epoch, `PUBLISHED_EPOCH`)."""
+    import tomllib
+
+    hours, known, unknown = 0.0, [], []
+    for task in tasks:
+        if task not in PUBLISHED_EPOCH:
+            unknown.append(task)
+            continue
+        minutes, gpu = PUBLISHED_EPOCH[task]
+        for model in models:
+            config = CONFIGS / f"{task}-{model}.toml"
+            if config.exists():
+                epochs = tomllib.loads(config.read_text())["epochs"]
+                hours += seeds * epochs * minutes / 60
+                known.append(f"{task}-{model} {epochs} epochs x {minutes:g} min ({gpu})")
+    runs = len(tasks) * len(models) * seeds
+    text = f"the paper's scale: {runs} runs ({len(tasks)} task(s) x {len(models)} models x {seeds} seeds, tasks/configs/)"
+    if known:
+        text += (f"; of them {', '.join(sorted({k.split()[0].split('-')[0] for k in known}))} alone about "
+                 f"{hours / 24:.0f} GPU-days at S4's published epoch times ({'; '.join(known)})")
+    if unknown:
+        text += f"; no published epoch time for {', '.join(unknown)}"
+    return text

@@ -1,6 +1,6 @@
 """How an experiment runs: its jobs, its positive controls, the training of each job, and the record it writes.
 
-An experiment (`Experiment`: one module of `linrnn.experiments` each, registered in `linrnn.experiments.claims`) is
+An experiment (`Experiment`: one module of `linrnn.experiments.claims` each, registered in its `EXPERIMENTS`) is
 a fixed list of training runs (`Job`s) of the one training loop (`linrnn.tasks.train.train`): synthetic streams, or
 data sets the project's generators write in the real on-disk formats (generated under --data when missing, seeded,
 so the same data every time). `run` writes one JSON record (default `reports/results/experiment-NAME.json`,
@@ -11,7 +11,7 @@ and total time. The record is rewritten after every run, so an interrupted exper
 and the finished runs are reused (a run directory whose results.json has the same config is not retrained).
 
 Measurements only: what a record means for a claim is decided by each experiment's settle functions with the
-rules of `linrnn.experiments.evidence`, which the ledger (`linrnn.reports.ledger`) calls when the report renders,
+rules of `linrnn.experiments.decide.evidence`, which the ledger (`linrnn.reports.ledger`) calls when the report renders,
 so `linrnn report --from` re-settles it.
 
 `--quick` runs each experiment at toy sizes (seconds to a minute): it checks that the pipeline works, and its record
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from linrnn.experiments.reduced_training import DataSet, baseline, ensure_data
+from linrnn.tasks.datasets import DataSet, baseline, ensure_data
 from linrnn.base.errors import LinrnnError
 from linrnn.base.results import (RUN_RESULTS, STORED_DIR, Envelope, ExperimentRecord, ResultsError, RunRecord, number,
                                   read, to_dict, write)
@@ -80,9 +80,21 @@ def _no_design(quick: bool) -> list[dict]:
 
 
 @dataclass(frozen=True)
+class Settles:
+    """A claim an experiment settles, declared once, in the experiment's module: the ledger's wiring is derived from
+    these (`linrnn.reports.ledger.EXPERIMENT_SOURCES`)."""
+
+    claim: str                                 # the claim's id (docs/claims.md)
+    settle: Callable[[dict], list]             # one stored record of the experiment -> the claim's parts (`Part`s)
+    # the labels of the runs the claim reads, in an experiment of two claims (e.g. {"task": "sc35"}): the claim is
+    # decided once those runs of the plan are in the record, whatever the other claim's; None: every run of the plan
+    only: dict | None = None
+
+
+@dataclass(frozen=True)
 class Experiment:
     name: str
-    claims: tuple[str, ...]
+    settles: tuple[Settles, ...]               # the claims it settles and how; () for a question of the project's own
     title: str
     question: str                              # what it measures, in a sentence
     jobs: Callable[[bool], list[Job]]          # quick -> the runs
@@ -101,6 +113,17 @@ class Experiment:
     # "registered", "select" (the labels of its runs), "arms", "seeds", "rule", "margin", "alpha", "plan"}) and the
     # interim looks of earlier runs ({"claim", "stage": "exploratory", "select", "looks": [...]}); the record keeps it
     design: Callable[[bool], list[dict]] = _no_design
+
+    def __post_init__(self) -> None:
+        wrong = [s for s in self.settles if not isinstance(s, Settles)]
+        if not isinstance(self.settles, tuple) or wrong:
+            raise TypeError(f"Experiment {self.name!r}: settles expected a tuple of Settles(claim, settle), found "
+                            f"{self.settles!r}")
+
+    @property
+    def claims(self) -> tuple[str, ...]:
+        """The ids of the claims it settles, in their order."""
+        return tuple(s.claim for s in self.settles)
 
     def all_jobs(self, quick: bool) -> list[Job]:
         """The arms' runs, then the controls' own runs."""
@@ -521,3 +544,12 @@ def table_cells(record: dict) -> list[dict]:
         rank = {g: i for i, g in enumerate(GROUP_ORDER)}
         found.sort(key=lambda c: rank.get(c["group"], len(rank)))
     return found
+
+
+def mixer_field(config: dict, name: str):
+    """A field of a stored run's mixer: its config's mixer table, or, in a record written before mixer tables, the
+    flat field (where its model has it); None where it has none (attention's d_state)."""
+    from linrnn.tasks.config import nest_legacy
+
+    mixer = nest_legacy(config).get("mixer")
+    return mixer.get(name) if isinstance(mixer, dict) else None
