@@ -1,6 +1,6 @@
 """`ledger.build` on crafted records: every verdict path, the weakest part winning, and loud bugs.
 
-Each record is the smallest results record the settle functions read (the shape `ledger.conforms`
+Each record is the smallest results record the settle functions read (the shape `conforms`, `linrnn.reports.results`
 checks), so these tests run in milliseconds and say exactly which evidence gives which verdict.
 """
 
