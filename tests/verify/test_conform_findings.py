@@ -10,6 +10,7 @@ Sizes are the battery's (H = 3, N = 4), lengths (1, 8) or (1, 16), the long and 
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import sys
 from pathlib import Path
@@ -149,6 +150,32 @@ def test_the_verdict_is_judged_from_the_checks(checks, verdict):
                                                                                        for k in keys_]}
             for i, (d, s, keys_) in enumerate(checks)]
     assert conform.judge(rows)[0] == verdict
+
+
+def test_what_deviates_is_said_before_the_float64_checks_that_fail_at_a_rounding_level_only():
+    """RecurrentGemma's RG-LRU (its stored finding): right in float32, float64 at float32's level, and its bfloat16
+    checks beyond the table's row. The bfloat16 checks decide "deviates" and
+    come first; the float64 ones are said apart, as rounding. A run with no rounding-level check reads as before."""
+    def row(name, dtype, status, keys_):
+        return {"name": name, "dtype": dtype, "status": status, "detail": "why",
+                "diagnoses": [{"key": k, "words": k} for k in keys_]}
+
+    rows = [row("impulse", "float64", "fail", ["float32_only"]), row("gradient", "float64", "fail", ["float32_only"]),
+            row("impulse", "float32", "pass", []), row("long L=512", "bfloat16", "fail", []),
+            row("radius near 1", "bfloat16", "fail", ["low_precision_recurrence"])]
+    verdict, why = conform.judge(rows)
+    assert verdict == "deviates"
+    assert why == ("2 of 5 checks exceed the tolerance table (long L=512 (bfloat16), radius near 1 (bfloat16)); "
+                   "besides, 2 float64 checks fail at a rounding level only, computing in float32 (impulse (float64), "
+                   "gradient (float64))")
+    plain = [row("impulse", "float64", "fail", ["factor"]), row("impulse", "float32", "fail", [])]
+    assert conform.judge(plain) == ("deviates", "2 of 2 checks exceed the tolerance table (impulse (float64), "
+                                                "impulse (float32))")
+    stored = results.STORED_DIR / "conform" / "recurrentgemma-rglru-torch--rglru.json"
+    if stored.exists():
+        verdict, why = conform.judge(json.loads(stored.read_text())["result"]["checks"])
+        assert verdict == "deviates" and why.split(" (", 1)[0].endswith("checks exceed the tolerance table")
+        assert "(float64)" not in why.split("; besides", 1)[0] and "bfloat16" in why.split("; besides", 1)[0], why
 
 
 # -- 3. probes that find what real code gets wrong ------------------------------------------------------------------
