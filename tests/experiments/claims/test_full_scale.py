@@ -134,3 +134,14 @@ def test_full_scale_runs_need_the_papers_data(tmp_path, cli):
     line = cli.error_line("experiment", "speech", "--scale", "full", "--data", tmp_path / "none", "--executor",
                           "serial")
     assert "--data: expected the papers' data sets under" in line and "found nothing" in line
+
+
+def test_a_full_scale_run_serves_only_claims_its_experiment_settles():
+    """A full-scale run names the claims it is evidence for; each is one its experiment declares (`settles`), so the
+    plan's GPU-hours per claim and the ledger read the same wiring."""
+    from linrnn.experiments.claims import EXPERIMENTS
+
+    for name, runs in full_scale.FULL.items():
+        declared = set(EXPERIMENTS[name].claims)
+        for job in runs():
+            assert job.claims and set(job.claims) <= declared, (name, job.name, job.claims, declared)
